@@ -1,0 +1,94 @@
+"""The agent loop: ask the model, run the tools it calls, repeat until it answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any
+
+from agi.errors import StepLimit
+from agi.messages import (AssistantText, Reply, StepStart, TextDelta, ToolCall, Usage, UsageEvent,
+                          tool_result, user)
+from agi.prompts import harness_text
+from agi.session import Session
+from agi.tools import Toolbox
+from agi.transport import Transport
+
+REPEAT_LIMIT = 3  # the third identical call in a row gets a note
+
+
+class Agent:
+    def __init__(self, transport: Transport, toolbox: Toolbox, session: Session,
+                 system_prompt: str, max_steps: int = 50):
+        self.transport, self.toolbox, self.session = transport, toolbox, session
+        self.system_prompt, self.max_steps = system_prompt, max_steps
+        self.usage = Usage()
+        self.steps = 0
+        self.partial: list[str] = []  # text of the reply being streamed, for salvage()
+        self.recent: list[str] = []
+
+    def messages(self) -> list[dict[str, Any]]:
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return system + self.session.messages
+
+    def run(self, prompt: str) -> Generator[Any, None, Reply]:
+        """Yield events while working; return the final reply."""
+        self.close_pending("interrupted: the run that made this call ended before it finished")
+        self.session.append(user(prompt))
+        for self.steps in range(1, self.max_steps + 1):
+            yield StepStart(self.steps)
+            self.partial = []
+            reply = yield from self._ask()
+            self.partial = []
+            if reply.usage:
+                self.usage.add(reply.usage)
+                yield UsageEvent(reply.usage)
+            if not reply.text and not reply.tool_calls:
+                self.session.append(user(harness_text("empty_reply")))
+                continue
+            self.session.append(reply.to_message())
+            if not reply.tool_calls:
+                return reply
+            if reply.text:
+                yield AssistantText(reply.text)
+            results = yield from self.toolbox.run_all(reply.tool_calls)
+            for r in results:
+                self.session.append(tool_result(r.call.id, r.text + self._repeat_note(r.call)))
+        raise StepLimit(self.max_steps)
+
+    def _ask(self) -> Generator[Any, None, Reply]:
+        stream = self.transport.stream(self.messages(), self.toolbox.specs)
+        while True:
+            try:
+                event = next(stream)
+            except StopIteration as done:
+                return done.value
+            if isinstance(event, TextDelta):
+                self.partial.append(event.text)
+            yield event
+
+    def _repeat_note(self, call: ToolCall) -> str:
+        key = call.name + "\0" + _canonical(call.arguments)
+        self.recent = [k for k in self.recent if k == key] + [key]
+        if len(self.recent) >= REPEAT_LIMIT:
+            return "\n\n" + harness_text("repeated_call").format(count=len(self.recent))
+        return ""
+
+    def close_pending(self, reason: str) -> None:
+        """Give every tool call still without a result an `interrupted` one: the history stays valid."""
+        for call in self.session.pending_tool_calls():
+            self.session.append(tool_result(call.get("id", ""), f"Error: {reason}"))
+
+    def salvage(self) -> None:
+        """After an interruption: keep streamed text, and close unanswered tool calls."""
+        if self.partial:
+            self.session.append({"role": "assistant", "content": "".join(self.partial)})
+            self.partial = []
+        self.close_pending("interrupted by the user")
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
+    except ValueError:
+        return arguments

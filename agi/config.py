@@ -1,0 +1,138 @@
+"""One merge of the settings: defaults < config.toml < environment < command-line flags."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agi.errors import ConfigError
+
+# provider: (default base URL, API key variable, base URL variable)
+PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
+    "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", None),
+    "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", None),
+    "litellm": ("http://localhost:4000/v1", "LITELLM_API_KEY", "LITELLM_BASE_URL"),
+    "ollama": ("http://localhost:11434/v1", None, None),
+}
+
+NO_MODEL = (
+    "no model configured: pass -m PROVIDER:MODEL (e.g. -m openai:gpt-4o-mini or "
+    "-m ollama:qwen3), set AGI_MODEL, or put model = \"...\" in {path}"
+)
+
+# keys the config file may set, with their types (flags of the same name, dashes as underscores)
+FILE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "base_url": str, "api_key": str, "provider": str,
+    "max_steps": int, "timeout": (int, float), "idle_timeout": (int, float),
+    "sys": (str, list), "tools": (str, list), "no_bash": bool, "no_tools": bool,
+    "verbose": bool, "quiet": bool, "output": str, "params": dict, "providers": dict,
+}
+
+
+def config_path() -> Path:
+    if os.environ.get("AGI_CONFIG"):
+        return Path(os.environ["AGI_CONFIG"]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "agi" / "config.toml"
+
+
+def agi_home() -> Path:
+    if os.environ.get("AGI_HOME"):
+        return Path(os.environ["AGI_HOME"]).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "agi"
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    """The config file's settings; a missing file is empty, a broken one a ConfigError."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8", "replace"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {path}: {e}") from e
+    for key, value in data.items():
+        expected = FILE_KEYS.get(key)
+        if expected is None:
+            raise ConfigError(f"config file {path}: unknown setting {key!r}")
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is int):
+            raise ConfigError(f"config file {path}: {key} has the wrong type ({type(value).__name__})")
+    return data
+
+
+@dataclass
+class ModelConfig:
+    provider: str
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    params: dict[str, Any] = field(default_factory=dict)
+    idle_timeout: float = 300.0
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def split_model(spec: str, known: dict[str, Any]) -> tuple[str | None, str]:
+    """`provider:model` when the prefix names a provider; else a bare model (which may hold `:`)."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and rest and (prefix in PROVIDERS or prefix in known):
+        return prefix, rest
+    return None, spec
+
+
+def resolve_model(flags: dict[str, Any], file: dict[str, Any], path: Path) -> ModelConfig:
+    """Pick model, endpoint and key by the contract's precedence."""
+    env = os.environ
+    custom: dict[str, Any] = file.get("providers") or {}
+    spec = flags.get("model") or env.get("AGI_MODEL") or file.get("model")
+    if not spec:
+        raise ConfigError(NO_MODEL.format(path=path))
+    provider, model = split_model(spec, custom)
+    provider = provider or file.get("provider") or "openai"
+    section = custom.get(provider) or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"config file {path}: providers.{provider} must be a table")
+    default_url, key_var, url_var = PROVIDERS.get(provider, (None, None, None))
+    base_url = (
+        flags.get("base_url")
+        or env.get("AGI_BASE_URL")
+        or file.get("base_url")
+        or section.get("base_url")
+        or (env.get(url_var) if url_var else None)
+        or default_url
+    )
+    if not base_url:
+        raise ConfigError(
+            f"no endpoint for provider {provider!r}: pass --base-url URL, set AGI_BASE_URL, "
+            f"or add [providers.{provider}] base_url = \"...\" to {path}"
+        )
+    key_var = section.get("api_key_env") or key_var
+    api_key = (
+        env.get("AGI_API_KEY")
+        or (env.get(key_var) if key_var else None)
+        or section.get("api_key")
+        or file.get("api_key")
+    )
+    params = dict(file.get("params") or {})
+    params.update(section.get("params") or {})
+    idle = float(file.get("idle_timeout") or 300.0)
+    return ModelConfig(provider, model, base_url, api_key or None, params, idle)
+
+
+def merged(flags: dict[str, Any], file: dict[str, Any], key: str, default: Any = None) -> Any:
+    """A flag if given, else the config file's value, else the default."""
+    value = flags.get(key)
+    if value is not None:
+        return value
+    return file.get(key, default)

@@ -1,0 +1,68 @@
+"""The one exception tree of agi; each error knows the exit code it ends the run with.
+
+    AgiError                      1   generic failure
+    ├── UsageError                2   bad option, bad prompt, bad file given on the command line
+    │   └── ConfigError           2   bad or missing configuration (no model, bad config.toml)
+    ├── ProviderError             3   the model provider failed after retries
+    ├── LimitReached              4   --max-steps or --timeout
+    │   ├── StepLimit
+    │   └── TimeLimit
+    ├── SchemaFailed              5   no valid JSON under --schema
+    ├── HookStopped               6   a hook stopped the run
+    └── Interrupted             130   SIGINT (143 for SIGTERM)
+
+Only `agi.cli` turns these into messages and exit codes.
+"""
+
+
+class AgiError(Exception):
+    exit_code = 1
+
+
+class UsageError(AgiError):
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    exit_code = 2
+
+
+class ProviderError(AgiError):
+    exit_code = 3
+
+    def __init__(self, message: str, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class LimitReached(AgiError):
+    exit_code = 4
+
+
+class StepLimit(LimitReached):
+    def __init__(self, steps: int):
+        super().__init__(f"step limit reached: {steps} model calls (raise it with --max-steps)")
+
+
+class TimeLimit(LimitReached):
+    def __init__(self, seconds: float):
+        super().__init__(f"time limit reached: {seconds:g} s (--timeout)")
+
+
+class SchemaFailed(AgiError):
+    exit_code = 5
+
+
+class HookStopped(AgiError):
+    exit_code = 6
+
+
+class Interrupted(AgiError):
+    """The run was interrupted by a signal; the exit code is 128 + the signal number."""
+
+    def __init__(self, signum: int = 2):
+        import signal
+
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.exit_code = 128 + signum

@@ -1,0 +1,49 @@
+"""Machine-readable output: `--output jsonl` event lines and the final result object."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from agi.messages import ToolCall, ToolEnd, ToolStart
+
+
+def event_dict(event: Any) -> dict[str, Any]:
+    """A stable JSON shape for each event type (documented in the README)."""
+    if isinstance(event, ToolStart):
+        return {"type": event.type, "id": event.call.id, "name": event.call.name,
+                "input": event.input}
+    if isinstance(event, ToolEnd):
+        return {"type": event.type, "id": event.call.id, "name": event.call.name,
+                "result": event.result, "is_error": event.is_error,
+                "seconds": round(event.seconds, 3)}
+    data = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, ToolCall):
+            value = value.to_dict()
+        elif dataclasses.is_dataclass(value):
+            value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
+        data[f.name] = value
+    return {"type": data.pop("type"), **data}
+
+
+def event_line(event: Any) -> str:
+    return json.dumps(event_dict(event), ensure_ascii=False) + "\n"
+
+
+def result_line(run: Any, answer: Any, exit_code: int, error: str | None) -> str:
+    agent = run.agent
+    result: dict[str, Any] = {
+        "answer": answer,
+        "session": str(run.session.path) if run.session is not None else None,
+        "exit_code": exit_code,
+        "steps": agent.steps if agent is not None else 0,
+        "usage": agent.usage.to_dict() if agent is not None else None,
+    }
+    if error:
+        result["error"] = error
+    if run.output == "jsonl":
+        result = {"type": "result", **result}
+    return json.dumps(result, ensure_ascii=False) + "\n"

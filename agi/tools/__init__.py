@@ -1,0 +1,121 @@
+"""Tools the model can call: the protocol, the registry, and running calls (in parallel)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agi.messages import ToolCall, ToolEnd, ToolStart
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should read about; becomes an `Error: …` result."""
+
+
+@dataclass
+class ToolContext:
+    cwd: str = field(default_factory=os.getcwd)
+    deadline: float | None = None  # time.monotonic() value
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+def spec(tool: Tool) -> dict[str, Any]:
+    """The OpenAI `tools` entry for a tool."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description,
+                     "parameters": tool.parameters},
+    }
+
+
+def require(input: dict[str, Any], key: str, kind: type = str) -> Any:
+    value = input.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ToolError(f"'{key}' is required and must be a {kind.__name__}")
+    return value
+
+
+def builtin_tools() -> list[Tool]:
+    from agi.tools.files import Edit, Read, TempDir, Write
+    from agi.tools.shell import Bash
+
+    return [Bash(), Read(), Write(), Edit(), TempDir()]
+
+
+@dataclass
+class Result:
+    call: ToolCall
+    text: str
+    is_error: bool
+    seconds: float
+
+
+class Toolbox:
+    """The tools offered in a run, by name."""
+
+    def __init__(self, tools: list[Tool], ctx: ToolContext | None = None):
+        self.tools = {t.name: t for t in tools}
+        self.ctx = ctx or ToolContext()
+
+    @property
+    def specs(self) -> list[dict[str, Any]]:
+        return [spec(t) for t in self.tools.values()]
+
+    def run_one(self, call: ToolCall) -> Result:
+        started = time.monotonic()
+        tool = self.tools.get(call.name)
+        try:
+            if tool is None:
+                names = ", ".join(self.tools) or "none"
+                raise ToolError(f"there is no tool named {call.name!r} (available: {names})")
+            try:
+                input = call.parse_arguments()
+            except ValueError as e:
+                raise ToolError(f"the arguments are not a valid JSON object ({e}); "
+                                f"you sent: {call.arguments[:500]}") from e
+            text, is_error = tool.run(input, self.ctx), False
+        except ToolError as e:
+            text, is_error = f"Error: {e}", True
+        except OSError as e:
+            text, is_error = f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""), True
+        except Exception as e:  # a tool bug must not end the run; the model reads what happened
+            text, is_error = f"Error: {type(e).__name__}: {e}", True
+        return Result(call, text, is_error, time.monotonic() - started)
+
+    def run_all(self, calls: list[ToolCall]) -> Generator[ToolStart | ToolEnd, None, list[Result]]:
+        """Run one turn's calls concurrently; yield start and end events; results in call order."""
+        for call in calls:
+            try:
+                input = call.parse_arguments()
+            except ValueError:
+                input = {"_raw": call.arguments}
+            yield ToolStart(call, input)
+        if len(calls) == 1:
+            results = [self.run_one(calls[0])]
+            yield ToolEnd(calls[0], results[0].text, results[0].is_error, results[0].seconds)
+            return results
+        results = []
+        pool = ThreadPoolExecutor(max_workers=min(8, len(calls)))
+        try:
+            futures = [pool.submit(self.run_one, c) for c in calls]
+            for future in futures:
+                r = future.result()
+                results.append(r)
+                yield ToolEnd(r.call, r.text, r.is_error, r.seconds)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return results

@@ -1,0 +1,163 @@
+"""The Bash tool: one command in its own process group, output interleaved as a terminal shows it."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from typing import Any
+
+from agi.tools import ToolContext, ToolError, require
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+OUTPUT_LIMIT = 30_000  # characters kept: half from the start, half from the end
+DRAIN_SECONDS = 0.2  # after exit, how long to wait for background children still holding the pipe
+
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """TERM the process group, then KILL what is left; reap the leader."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def kill_all() -> None:
+    """End every command still running (on interrupt or at exit): no process is left behind."""
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        kill_group(proc)
+
+
+class Output:
+    """Keeps the head and the tail of a stream of bytes, and counts what it dropped."""
+
+    def __init__(self, limit: int = OUTPUT_LIMIT):
+        self.half = limit // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = bytes(self.tail[-self.half :]) if self.tail else b""
+        dropped = self.total - len(self.head) - len(tail)
+        text = head
+        if dropped > 0:
+            text += f"\n[... {dropped} bytes of output omitted ...]\n"
+        text += tail.decode("utf-8", "replace")
+        return text.replace("\r\n", "\n")
+
+
+class Bash:
+    name = "Bash"
+    description = (
+        "Run a bash command and return its output (stdout and stderr interleaved) and, when "
+        "non-zero, its exit code. Commands run in a fresh shell in the working directory; "
+        "stdin is empty. Default timeout 120000 ms, at most 600000."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command to run"},
+            "timeout": {"type": "number", "description": "Timeout in milliseconds"},
+            "description": {"type": "string", "description": "What the command does, in 5-10 words"},
+        },
+        "required": ["command"],
+    }
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = env
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        command = require(input, "command")
+        timeout_ms = input.get("timeout") or DEFAULT_TIMEOUT_MS
+        if not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
+            raise ToolError("'timeout' must be a positive number of milliseconds")
+        timeout = min(float(timeout_ms), MAX_TIMEOUT_MS) / 1000
+        left = ctx.remaining()
+        if left is not None:
+            timeout = min(timeout, left)
+        output, code, timed_out = self.execute(command, ctx.cwd, timeout)
+        text = output.text().rstrip("\n")
+        if timed_out:
+            text += f"\nCommand timed out after {timeout:g} s and was killed"
+        elif code != 0:
+            text += f"\nexit code {code}"
+        return text.lstrip("\n") or "(no output)"
+
+    def execute(self, command: str, cwd: str, timeout: float) -> tuple[Output, int, bool]:
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # one pipe: the order a terminal would show
+            cwd=cwd,
+            env=self.env,
+            start_new_session=True,
+        )
+        with _running_lock:
+            _running.add(proc)
+        output, timed_out = Output(), False
+        deadline = time.monotonic() + timeout
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ)
+        exited_at: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = True
+                    break
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at > DRAIN_SECONDS:
+                    break  # background children keep the pipe open; do not wait for them
+                if not sel.select(timeout=min(0.05, deadline - now)):
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                output.add(data)
+        finally:
+            sel.close()
+            if timed_out or proc.poll() is None:
+                kill_group(proc)
+            proc.stdout.close()
+            with _running_lock:
+                _running.discard(proc)
+        code = proc.wait() if not timed_out else -1
+        return output, code, timed_out

@@ -1,0 +1,225 @@
+"""OpenAI-compatible chat completions over httpx: streaming, retries, deadlines, tracing."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import time
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from agi import __version__
+from agi.errors import ProviderError, TimeLimit
+from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
+from agi.stream import StreamAssembler, iter_sse, provider_error
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agi.config import ModelConfig
+
+ATTEMPTS = 3
+MAX_RETRY_WAIT = 60.0
+Event = TextDelta | ReasoningDelta
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asks us to wait: `retry-after-ms`, then `retry-after` (secs or date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def backoff(attempt: int) -> float:
+    """Exponential backoff with jitter, as the official SDKs do: ~0.5 s, 1 s, 2 s … capped at 8 s."""
+    return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
+
+
+class Transport:
+    """Streams one chat completion per call; the caller owns the conversation."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        trace: Callable[[dict[str, Any]], None] | None = None,
+        deadline: float | None = None,
+        timeout: float | None = None,
+    ):
+        self.config = config
+        self.trace = trace or (lambda record: None)
+        self.deadline = deadline  # time.monotonic() value, or None
+        self.timeout = timeout  # the --timeout it came from, for messages
+        self._client: httpx.Client | None = None
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(http2=False, follow_redirects=True)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _check_deadline(self) -> None:
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise TimeLimit(self.timeout or 0)
+
+    def payload(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [wire_message(m) for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = tools
+        body.update(self.config.params)
+        body.update(extra)
+        return body
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+    ) -> Generator[Event, None, Reply]:
+        """Yield text and reasoning deltas, return the assembled reply; retry what is safe."""
+        body = self.payload(messages, tools, **extra)
+        for attempt in range(1, ATTEMPTS + 1):
+            asm = StreamAssembler()
+            started = time.monotonic()
+            self.trace({"type": "request", "attempt": attempt, "url": self.url, "body": body})
+            try:
+                reply = yield from self._once(body, asm)
+            except ProviderError as e:
+                self.trace(
+                    {"type": "response", "attempt": attempt, "error": str(e), "status": e.status,
+                     "chunks": asm.chunks, "seconds": round(time.monotonic() - started, 3)}
+                )
+                if not e.retryable or asm.delivered or attempt == ATTEMPTS:
+                    raise
+                self._wait_before_retry(e, attempt)
+                continue
+            self.trace(
+                {"type": "response", "attempt": attempt, "chunks": asm.chunks,
+                 "message": reply.to_message(), "finish_reason": reply.finish_reason,
+                 "usage": reply.usage.to_dict() if reply.usage else None,
+                 "seconds": round(time.monotonic() - started, 3)}
+            )
+            return reply
+        raise AssertionError("unreachable")
+
+    def _wait_before_retry(self, error: ProviderError, attempt: int) -> None:
+        asked = getattr(error, "retry_after", None)
+        if asked is not None and asked > MAX_RETRY_WAIT:
+            raise ProviderError(f"{error} (the provider asks to retry after {asked:.0f} s)",
+                                error.status) from error
+        wait = asked if asked is not None else backoff(attempt)
+        left = self.remaining()
+        if left is not None and wait >= left:
+            raise ProviderError(f"{error} (no time left to retry within --timeout)",
+                                error.status) from error
+        time.sleep(wait)
+
+    @property
+    def url(self) -> str:
+        return self.config.base_url.rstrip("/") + "/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"User-Agent": f"agi/{__version__}", "Accept": "text/event-stream",
+                   "X-Title": "agi"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        return headers
+
+    def _timeouts(self) -> httpx.Timeout:
+        import httpx
+
+        left = self.remaining()
+        cap = lambda s: s if left is None else max(0.01, min(s, left))  # noqa: E731
+        idle = self.config.idle_timeout
+        return httpx.Timeout(connect=cap(10.0), read=cap(idle), write=cap(30.0), pool=cap(10.0))
+
+    def _once(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
+        import httpx
+
+        self._check_deadline()
+        try:
+            with self.client.stream(
+                "POST", self.url, json=body, headers=self._headers(), timeout=self._timeouts()
+            ) as resp:
+                if resp.status_code >= 400:
+                    raise self._http_error(resp)
+                if "json" in resp.headers.get("content-type", ""):
+                    # a server that ignores stream=true answers with one whole completion
+                    chunk = self._json(resp.read().decode("utf-8", "replace"))
+                    yield from asm.feed(chunk)
+                else:
+                    yield from self._read_sse(resp, asm)
+                yield from asm.flush()
+                return asm.finish()
+        except httpx.TimeoutException as e:
+            self._check_deadline()
+            what = "no answer" if not asm.chunks else "the stream stalled"
+            raise ProviderError(f"{what} from {self.config.base_url} ({type(e).__name__})",
+                                retryable=True) from e
+        except httpx.HTTPError as e:
+            raise ProviderError(f"cannot reach {self.config.base_url}: {e or type(e).__name__}",
+                                retryable=True) from e
+
+    def _read_sse(self, resp: httpx.Response, asm: StreamAssembler) -> Generator[Event, None, None]:
+        for event, data in iter_sse(self._lines(resp)):
+            if data.strip() == "[DONE]":
+                return
+            yield from asm.feed(self._json(data), event)
+
+    def _lines(self, resp: httpx.Response) -> Generator[str, None, None]:
+        """Response lines, checking the deadline and the idle limit even across keep-alives."""
+        last_data = time.monotonic()
+        for line in resp.iter_lines():
+            self._check_deadline()
+            now = time.monotonic()
+            if line.startswith(":"):
+                if now - last_data > self.config.idle_timeout:
+                    raise ProviderError(
+                        f"the stream sent only keep-alives for {self.config.idle_timeout:g} s",
+                        retryable=True,
+                    )
+            else:
+                last_data = now
+            yield line
+
+    @staticmethod
+    def _json(text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise ProviderError(f"malformed response from the provider: {text[:200]!r}") from e
+
+    def _http_error(self, resp: httpx.Response) -> ProviderError:
+        raw = resp.read().decode("utf-8", "replace")
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.strip() or resp.reason_phrase
+        error = provider_error(resp.status_code, body)
+        error.retry_after = retry_after(resp.headers)  # type: ignore[attr-defined]
+        return error

@@ -1,0 +1,47 @@
+"""Shared test fixtures: a clean environment and the real `agi` executable in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fakeserver import FakeModel  # noqa: E402
+
+AGI = shutil.which("agi", path=str(Path(sys.executable).parent)) or shutil.which("agi")
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+PROVIDER_VARS = ("AGI_", "OPENAI_", "DEEPSEEK_", "OPENROUTER_", "LITELLM_", "XDG_")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """An environment with no model settings of the developer's, and agi's state under tmp_path."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_VARS)}
+    clean.update(AGI_HOME=str(tmp_path / "agi-home"), AGI_CONFIG=str(tmp_path / "config.toml"))
+    return clean
+
+
+@pytest.fixture
+def agi(env: dict[str, str], tmp_path: Path):
+    """Run the installed `agi` executable: agi(*args, server=FakeModel, input=str) -> result."""
+    assert AGI, "the agi executable is not installed (pip install -e '.[test]')"
+
+    def run(*args: str, server: FakeModel | None = None, input: str | None = None,
+            timeout: float = 60, extra_env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        e = dict(env)
+        if server is not None:
+            e.update(AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
+        e.update(extra_env or {})
+        return subprocess.run(
+            [AGI, *args], input=input, capture_output=True, text=True, timeout=timeout, env=e,
+            cwd=cwd or tmp_path, stdin=None if input is not None else subprocess.DEVNULL,
+        )
+
+    return run
