@@ -7,8 +7,17 @@ from collections.abc import Generator
 from typing import Any
 
 from agi.errors import StepLimit
-from agi.messages import (AssistantText, Reply, StepStart, TextDelta, ToolCall, Usage, UsageEvent,
-                          tool_result, user)
+from agi.messages import (
+    AssistantText,
+    Reply,
+    StepStart,
+    TextDelta,
+    ToolCall,
+    Usage,
+    UsageEvent,
+    tool_result,
+    user,
+)
 from agi.prompts import harness_text
 from agi.session import Session
 from agi.tools import Toolbox
@@ -18,8 +27,14 @@ REPEAT_LIMIT = 3  # the third identical call in a row gets a note
 
 
 class Agent:
-    def __init__(self, transport: Transport, toolbox: Toolbox, session: Session,
-                 system_prompt: str, max_steps: int = 50):
+    def __init__(
+        self,
+        transport: Transport,
+        toolbox: Toolbox,
+        session: Session,
+        system_prompt: str,
+        max_steps: int = 50,
+    ):
         self.transport, self.toolbox, self.session = transport, toolbox, session
         self.system_prompt, self.max_steps = system_prompt, max_steps
         self.usage = Usage()
@@ -35,8 +50,9 @@ class Agent:
         """Yield events while working; return the final reply."""
         self.close_pending("interrupted: the run that made this call ended before it finished")
         self.session.append(user(prompt))
-        for self.steps in range(1, self.max_steps + 1):
-            yield StepStart(self.steps)
+        for step in range(1, self.max_steps + 1):
+            self.steps = step
+            yield StepStart(step)
             self.partial = []
             reply = yield from self._ask()
             self.partial = []
@@ -75,7 +91,7 @@ class Agent:
         return ""
 
     def close_pending(self, reason: str) -> None:
-        """Give every tool call still without a result an `interrupted` one: the history stays valid."""
+        """Answer every tool call left without a result, so the history stays valid."""
         for call in self.session.pending_tool_calls():
             self.session.append(tool_result(call.get("id", ""), f"Error: {reason}"))
 

@@ -40,28 +40,52 @@ def positive(kind: type) -> Any:
 
 
 def build_parser() -> Parser:
-    p = Parser(prog="agi", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(
+        prog="agi",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("prompt", nargs="*", help="the task; words are joined with spaces")
     p.add_argument("-m", "--model", help="PROVIDER:MODEL or a bare model name (env AGI_MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint ending in /v1 (env AGI_BASE_URL)")
     p.add_argument("-s", "--session", metavar="DIR", help="use DIR as the conversation")
-    p.add_argument("-c", "--continue", dest="cont", action="store_true",
-                   help="continue the most recently used session")
-    p.add_argument("--sys", action="append", metavar="FILE",
-                   help="system prompt file (repeatable; 'default' is the built-in one)")
+    p.add_argument(
+        "-c",
+        "--continue",
+        dest="cont",
+        action="store_true",
+        help="continue the most recently used session",
+    )
+    p.add_argument(
+        "--sys",
+        action="append",
+        metavar="FILE",
+        help="system prompt file (repeatable; 'default' is the built-in one)",
+    )
     p.add_argument("--max-steps", type=positive(int), metavar="N", help="model calls per run (50)")
-    p.add_argument("--timeout", type=positive(float), metavar="SECONDS",
-                   help="wall-clock limit for the whole run")
+    p.add_argument(
+        "--timeout",
+        type=positive(float),
+        metavar="SECONDS",
+        help="wall-clock limit for the whole run",
+    )
     p.add_argument("--tools", metavar="LIST", help="comma-separated allowlist of tool names")
     p.add_argument("--no-tools", action="store_true", default=None, help="offer no tools")
     p.add_argument("--no-bash", action="store_true", default=None, help="drop the Bash tool")
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")
     p.add_argument("--output", choices=["text", "json", "jsonl"], help="output format (text)")
-    p.add_argument("-v", "--verbose", action="store_true", default=None,
-                   help="show progress on stderr even when it is not a terminal")
-    p.add_argument("-q", "--quiet", action="store_true", default=None,
-                   help="no progress, only errors")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=None,
+        help="show progress on stderr even when it is not a terminal",
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", default=None, help="no progress, only errors"
+    )
     p.add_argument("--version", action="version", version=f"agi {__version__}")
     return p
 
@@ -117,8 +141,10 @@ def choose_tools(flags: dict[str, Any], file: dict[str, Any]) -> list[Any]:
         known = {t.name for t in tools}
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise UsageError(f"unknown tool in --tools: {', '.join(unknown)} "
-                             f"(available: {', '.join(sorted(known))})")
+            raise UsageError(
+                f"unknown tool in --tools: {', '.join(unknown)} "
+                f"(available: {', '.join(sorted(known))})"
+            )
         tools = [t for t in tools if t.name in names]
     return tools
 
@@ -225,16 +251,33 @@ class Run:
         self.session = Session.open(path, secrets=[model.api_key] if model.api_key else [])
         index.record(self.session.path)
 
-    def converse(self, prompt: str, model: Any, system: str, tools: list[Any], max_steps: int,
-                 deadline: float | None, timeout: float | None) -> int:
+    def converse(
+        self,
+        prompt: str,
+        model: Any,
+        system: str,
+        tools: list[Any],
+        max_steps: int,
+        deadline: float | None,
+        timeout: float | None,
+    ) -> int:
         from agi.agent import Agent
-        from agi.tools import ToolContext, Toolbox
+        from agi.tools import Toolbox, ToolContext
         from agi.transport import Transport
 
         session = self.session
-        session.trace({"type": "run", "agi": __version__, "model": model.label,
-                       "base_url": model.base_url, "cwd": os.getcwd(), "pid": os.getpid(),
-                       "system": system, "tools": [t.name for t in tools]})
+        session.trace(
+            {
+                "type": "run",
+                "agi": __version__,
+                "model": model.label,
+                "base_url": model.base_url,
+                "cwd": os.getcwd(),
+                "pid": os.getpid(),
+                "system": system,
+                "tools": [t.name for t in tools],
+            }
+        )
         if not session.meta_file.exists():
             session.write_meta(model=model.label)
         self.transport = Transport(model, trace=session.trace, deadline=deadline, timeout=timeout)
@@ -250,8 +293,9 @@ class Run:
             self.view.handle(event)
             self.emit_event(event)
         session.write_meta(model=model.label)
-        self.view.finish(str(session.path), self.agent.usage, time.monotonic() - self.started,
-                         self.agent.steps)
+        self.view.finish(
+            str(session.path), self.agent.usage, time.monotonic() - self.started, self.agent.steps
+        )
         self.write_result(reply.text, 0)
         return 0
 

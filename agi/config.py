@@ -20,15 +20,27 @@ PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
 
 NO_MODEL = (
     "no model configured: pass -m PROVIDER:MODEL (e.g. -m openai:gpt-4o-mini or "
-    "-m ollama:qwen3), set AGI_MODEL, or put model = \"...\" in {path}"
+    '-m ollama:qwen3), set AGI_MODEL, or put model = "..." in {path}'
 )
 
 # keys the config file may set, with their types (flags of the same name, dashes as underscores)
 FILE_KEYS: dict[str, type | tuple[type, ...]] = {
-    "model": str, "base_url": str, "api_key": str, "provider": str,
-    "max_steps": int, "timeout": (int, float), "idle_timeout": (int, float),
-    "sys": (str, list), "tools": (str, list), "no_bash": bool, "no_tools": bool,
-    "verbose": bool, "quiet": bool, "output": str, "params": dict, "providers": dict,
+    "model": str,
+    "base_url": str,
+    "api_key": str,
+    "provider": str,
+    "max_steps": int,
+    "timeout": (int, float),
+    "idle_timeout": (int, float),
+    "sys": (str, list),
+    "tools": (str, list),
+    "no_bash": bool,
+    "no_tools": bool,
+    "verbose": bool,
+    "quiet": bool,
+    "output": str,
+    "params": dict,
+    "providers": dict,
 }
 
 
@@ -65,7 +77,9 @@ def load_file(path: Path) -> dict[str, Any]:
         if expected is None:
             raise ConfigError(f"config file {path}: unknown setting {key!r}")
         if not isinstance(value, expected) or (isinstance(value, bool) and expected is int):
-            raise ConfigError(f"config file {path}: {key} has the wrong type ({type(value).__name__})")
+            raise ConfigError(
+                f"config file {path}: {key} has the wrong type ({type(value).__name__})"
+            )
     return data
 
 
@@ -115,7 +129,7 @@ def resolve_model(flags: dict[str, Any], file: dict[str, Any], path: Path) -> Mo
     if not base_url:
         raise ConfigError(
             f"no endpoint for provider {provider!r}: pass --base-url URL, set AGI_BASE_URL, "
-            f"or add [providers.{provider}] base_url = \"...\" to {path}"
+            f'or add [providers.{provider}] base_url = "..." to {path}'
         )
     key_var = section.get("api_key_env") or key_var
     api_key = (

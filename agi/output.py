@@ -6,25 +6,32 @@ import dataclasses
 import json
 from typing import Any
 
-from agi.messages import ToolCall, ToolEnd, ToolStart
+from agi.messages import ToolEnd, ToolStart
 
 
 def event_dict(event: Any) -> dict[str, Any]:
     """A stable JSON shape for each event type (documented in the README)."""
     if isinstance(event, ToolStart):
-        return {"type": event.type, "id": event.call.id, "name": event.call.name,
-                "input": event.input}
+        return {
+            "type": event.type,
+            "id": event.call.id,
+            "name": event.call.name,
+            "input": event.input,
+        }
     if isinstance(event, ToolEnd):
-        return {"type": event.type, "id": event.call.id, "name": event.call.name,
-                "result": event.result, "is_error": event.is_error,
-                "seconds": round(event.seconds, 3)}
+        return {
+            "type": event.type,
+            "id": event.call.id,
+            "name": event.call.name,
+            "result": event.result,
+            "is_error": event.is_error,
+            "seconds": round(event.seconds, 3),
+        }
     data = {}
     for f in dataclasses.fields(event):
         value = getattr(event, f.name)
-        if isinstance(value, ToolCall):
+        if hasattr(value, "to_dict"):  # ToolCall, Usage
             value = value.to_dict()
-        elif dataclasses.is_dataclass(value):
-            value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
         data[f.name] = value
     return {"type": data.pop("type"), **data}
 

@@ -8,8 +8,16 @@ import threading
 import time
 from typing import Any, TextIO
 
-from agi.messages import (AssistantText, Notice, ReasoningDelta, StepStart, TextDelta, ToolEnd,
-                          ToolStart, Usage)
+from agi.messages import (
+    AssistantText,
+    Notice,
+    ReasoningDelta,
+    StepStart,
+    TextDelta,
+    ToolEnd,
+    ToolStart,
+    Usage,
+)
 
 SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 DIM, RED, CYAN, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[0m"
@@ -51,7 +59,7 @@ class Silent:
 
 
 class Terminal(Silent):
-    """A terminal (or -v): everything the run does, as it happens, with a spinner when colour is on."""
+    """A terminal (or -v): the run as it happens; a spinner when colour is on."""
 
     def __init__(self, out: TextIO | None = None, color: bool = True, spinner: bool = True):
         super().__init__(out)
@@ -122,8 +130,9 @@ class Terminal(Silent):
             if event.is_error:
                 self.write(self.paint(f"  ⎿ {first} ({event.seconds:.2f}s)", RED))
             else:
-                self.write(self.paint(f"  ⎿ {lines} line{'s' * (lines != 1)} in "
-                                      f"{event.seconds:.2f}s", DIM))
+                self.write(
+                    self.paint(f"  ⎿ {lines} line{'s' * (lines != 1)} in {event.seconds:.2f}s", DIM)
+                )
         elif isinstance(event, Notice):
             self.warn(event.text)
 
@@ -147,5 +156,10 @@ class Terminal(Silent):
         self.close()
         tokens = f"{usage.prompt_tokens} in, {usage.completion_tokens} out"
         cost = f", ${usage.cost:.4f}" if usage.cost else ""
-        self.write(self.paint(f"✓ {seconds:.1f}s, {steps} step{'s' * (steps != 1)}, "
-                              f"{tokens}{cost} · session {session}", DIM))
+        self.write(
+            self.paint(
+                f"✓ {seconds:.1f}s, {steps} step{'s' * (steps != 1)}, "
+                f"{tokens}{cost} · session {session}",
+                DIM,
+            )
+        )

@@ -69,8 +69,9 @@ class Session:
         if path.exists() and not path.is_dir():
             raise UsageError(f"session {path} is not a directory")
         if path.is_dir() and any(path.iterdir()) and not (path / "meta.json").exists():
-            raise UsageError(f"{path} is not an agi session (no meta.json) and is not empty; "
-                             "refusing to use it")
+            raise UsageError(
+                f"{path} is not an agi session (no meta.json) and is not empty; refusing to use it"
+            )
         make_private_dir(path)
         return cls(path, secrets)
 
@@ -161,8 +162,9 @@ class Session:
         for i in range(len(self.messages) - 1, -1, -1):
             message = self.messages[i]
             if message.get("role") == "assistant":
-                answered = {m.get("tool_call_id") for m in self.messages[i + 1 :]
-                            if m.get("role") == "tool"}
+                answered = {
+                    m.get("tool_call_id") for m in self.messages[i + 1 :] if m.get("role") == "tool"
+                }
                 return [c for c in message.get("tool_calls") or [] if c.get("id") not in answered]
             if message.get("role") == "user":
                 return []
@@ -181,7 +183,9 @@ class SessionIndex:
 
     def record(self, path: Path) -> None:
         make_private_dir(self.home)
-        append_line(self.file, json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n")
+        append_line(
+            self.file, json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n"
+        )
 
     def latest(self) -> Path | None:
         try:

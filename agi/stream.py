@@ -22,7 +22,7 @@ def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
 
     A final event without its trailing blank line is still delivered.
     """
-    event, data = "", []
+    event, data = "", list[str]()
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:
@@ -51,7 +51,11 @@ def error_message(body: Any) -> str:
             return err
         if isinstance(err, dict):
             msg = err.get("message") or err.get("detail") or err.get("type") or ""
-            raw = (err.get("metadata") or {}).get("raw") if isinstance(err.get("metadata"), dict) else None
+            raw = (
+                (err.get("metadata") or {}).get("raw")
+                if isinstance(err.get("metadata"), dict)
+                else None
+            )
             if raw and isinstance(raw, str):
                 msg = f"{msg}: {raw}" if msg else raw
             return str(msg) if msg else json.dumps(err)[:300]
@@ -105,7 +109,10 @@ class ThinkSplitter:
                 self.state = "text"
             else:
                 keep = len(self.CLOSE) - 1
-                reasoning, self.buf = self.buf[:-keep] if len(self.buf) > keep else "", self.buf[-keep:]
+                reasoning, self.buf = (
+                    self.buf[:-keep] if len(self.buf) > keep else "",
+                    self.buf[-keep:],
+                )
                 return "", reasoning
         if self.state == "text":
             text, self.buf = self.buf, ""
@@ -212,9 +219,9 @@ class StreamAssembler:
             if delta.get("type") == "thinking_delta":
                 return [self._add_reasoning(delta.get("thinking", ""))]
             if delta.get("type") == "input_json_delta":
-                call = self.by_index.get(("a", chunk.get("index")))
-                if call:
-                    call.arguments += delta.get("partial_json", "")
+                block = self.by_index.get(("a", chunk.get("index")))
+                if block:
+                    block.arguments += delta.get("partial_json", "")
         elif kind == "message_delta":
             reason = (chunk.get("delta") or {}).get("stop_reason")
             if reason:

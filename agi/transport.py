@@ -43,7 +43,7 @@ def retry_after(headers: Any) -> float | None:
 
 
 def backoff(attempt: int) -> float:
-    """Exponential backoff with jitter, as the official SDKs do: ~0.5 s, 1 s, 2 s … capped at 8 s."""
+    """Exponential backoff with jitter, as the official SDKs do: ~0.5 s, 1 s, 2 s, at most 8 s."""
     return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
 
 
@@ -111,18 +111,29 @@ class Transport:
                 reply = yield from self._once(body, asm)
             except ProviderError as e:
                 self.trace(
-                    {"type": "response", "attempt": attempt, "error": str(e), "status": e.status,
-                     "chunks": asm.chunks, "seconds": round(time.monotonic() - started, 3)}
+                    {
+                        "type": "response",
+                        "attempt": attempt,
+                        "error": str(e),
+                        "status": e.status,
+                        "chunks": asm.chunks,
+                        "seconds": round(time.monotonic() - started, 3),
+                    }
                 )
                 if not e.retryable or asm.delivered or attempt == ATTEMPTS:
                     raise
                 self._wait_before_retry(e, attempt)
                 continue
             self.trace(
-                {"type": "response", "attempt": attempt, "chunks": asm.chunks,
-                 "message": reply.to_message(), "finish_reason": reply.finish_reason,
-                 "usage": reply.usage.to_dict() if reply.usage else None,
-                 "seconds": round(time.monotonic() - started, 3)}
+                {
+                    "type": "response",
+                    "attempt": attempt,
+                    "chunks": asm.chunks,
+                    "message": reply.to_message(),
+                    "finish_reason": reply.finish_reason,
+                    "usage": reply.usage.to_dict() if reply.usage else None,
+                    "seconds": round(time.monotonic() - started, 3),
+                }
             )
             return reply
         raise AssertionError("unreachable")
@@ -130,13 +141,15 @@ class Transport:
     def _wait_before_retry(self, error: ProviderError, attempt: int) -> None:
         asked = getattr(error, "retry_after", None)
         if asked is not None and asked > MAX_RETRY_WAIT:
-            raise ProviderError(f"{error} (the provider asks to retry after {asked:.0f} s)",
-                                error.status) from error
+            raise ProviderError(
+                f"{error} (the provider asks to retry after {asked:.0f} s)", error.status
+            ) from error
         wait = asked if asked is not None else backoff(attempt)
         left = self.remaining()
         if left is not None and wait >= left:
-            raise ProviderError(f"{error} (no time left to retry within --timeout)",
-                                error.status) from error
+            raise ProviderError(
+                f"{error} (no time left to retry within --timeout)", error.status
+            ) from error
         time.sleep(wait)
 
     @property
@@ -144,8 +157,11 @@ class Transport:
         return self.config.base_url.rstrip("/") + "/chat/completions"
 
     def _headers(self) -> dict[str, str]:
-        headers = {"User-Agent": f"agi/{__version__}", "Accept": "text/event-stream",
-                   "X-Title": "agi"}
+        headers = {
+            "User-Agent": f"agi/{__version__}",
+            "Accept": "text/event-stream",
+            "X-Title": "agi",
+        }
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         return headers
@@ -179,11 +195,13 @@ class Transport:
         except httpx.TimeoutException as e:
             self._check_deadline()
             what = "no answer" if not asm.chunks else "the stream stalled"
-            raise ProviderError(f"{what} from {self.config.base_url} ({type(e).__name__})",
-                                retryable=True) from e
+            raise ProviderError(
+                f"{what} from {self.config.base_url} ({type(e).__name__})", retryable=True
+            ) from e
         except httpx.HTTPError as e:
-            raise ProviderError(f"cannot reach {self.config.base_url}: {e or type(e).__name__}",
-                                retryable=True) from e
+            raise ProviderError(
+                f"cannot reach {self.config.base_url}: {e or type(e).__name__}", retryable=True
+            ) from e
 
     def _read_sse(self, resp: httpx.Response, asm: StreamAssembler) -> Generator[Event, None, None]:
         for event, data in iter_sse(self._lines(resp)):

@@ -32,16 +32,27 @@ def agi(env: dict[str, str], tmp_path: Path):
     """Run the installed `agi` executable: agi(*args, server=FakeModel, input=str) -> result."""
     assert AGI, "the agi executable is not installed (pip install -e '.[test]')"
 
-    def run(*args: str, server: FakeModel | None = None, input: str | None = None,
-            timeout: float = 60, extra_env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str,
+        server: FakeModel | None = None,
+        input: str | None = None,
+        timeout: float = 60,
+        extra_env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         e = dict(env)
         if server is not None:
             e.update(AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
         e.update(extra_env or {})
         return subprocess.run(
-            [AGI, *args], input=input, capture_output=True, text=True, timeout=timeout, env=e,
-            cwd=cwd or tmp_path, stdin=None if input is not None else subprocess.DEVNULL,
+            [AGI, *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=e,
+            cwd=cwd or tmp_path,
+            stdin=None if input is not None else subprocess.DEVNULL,
         )
 
     return run

@@ -26,8 +26,12 @@ _ids = itertools.count(1)
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> bytes:
-    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if usage is not None:
         body["usage"] = usage
     return b"data: " + json.dumps(body).encode() + b"\n\n"
@@ -54,10 +58,24 @@ def calls(*specs: tuple[str, dict[str, Any]], content: str = "") -> Step:
         call_id = f"call_{next(_ids)}"
         arguments = json.dumps(args)
         half = len(arguments) // 2
-        frames.append(_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                              "function": {"name": name, "arguments": ""}}]}))
+        frames.append(
+            _chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         for part in (arguments[:half], arguments[half:]):
-            frames.append(_chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}))
+            frames.append(
+                _chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            )
     frames.append(_chunk({}, "tool_calls", usage=USAGE))
     frames.append(b"data: [DONE]\n\n")
     return {"kind": "sse", "frames": frames, "delay": 0.0}

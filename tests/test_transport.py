@@ -24,7 +24,9 @@ def replay_step(name: str, entry: dict):
         return raw(path.read_bytes())
     if path.suffix == ".jsonl":
         lines = [line for line in path.read_text().splitlines() if line.strip()]
-        return raw(b"".join(b"data: " + line.encode() + b"\n\n" for line in lines) + b"data: [DONE]\n\n")
+        return raw(
+            b"".join(b"data: " + line.encode() + b"\n\n" for line in lines) + b"data: [DONE]\n\n"
+        )
     data = json.loads(path.read_text())
     if "status" in data and "body" in data:
         code, body = data["status"], data["body"]
@@ -52,9 +54,12 @@ def collect(server: FakeModel):
 
 
 def test_every_fixture_has_an_expectation():
-    responses = {p.name.split(".")[0] for p in TRANSPORT.iterdir()
-                 if p.name.endswith((".sse", ".jsonl", ".response.json"))
-                 or p.name == "openai_error_400_max_tokens_unsupported.json"}
+    responses = {
+        p.name.split(".")[0]
+        for p in TRANSPORT.iterdir()
+        if p.name.endswith((".sse", ".jsonl", ".response.json"))
+        or p.name == "openai_error_400_max_tokens_unsupported.json"
+    }
     assert responses == set(EXPECTED)
 
 
@@ -81,8 +86,9 @@ def test_fixture(name):
     assert reply.text == entry["text"]
     assert reply.reasoning == entry["reasoning"]
     assert reasoning == entry["reasoning"]
-    got_calls = [{"id": c.id, "name": c.name, "arguments": c.parse_arguments()}
-                 for c in reply.tool_calls]
+    got_calls = [
+        {"id": c.id, "name": c.name, "arguments": c.parse_arguments()} for c in reply.tool_calls
+    ]
     for got, want in zip(got_calls, entry["tool_calls"], strict=True):
         assert got["name"] == want["name"]
         assert got["arguments"] == want["arguments"]
@@ -95,14 +101,21 @@ def test_fixture(name):
     else:
         u = reply.usage
         assert (u.prompt_tokens, u.completion_tokens, u.total_tokens) == (
-            entry["usage"]["prompt_tokens"], entry["usage"]["completion_tokens"],
-            entry["usage"]["total_tokens"])
+            entry["usage"]["prompt_tokens"],
+            entry["usage"]["completion_tokens"],
+            entry["usage"]["total_tokens"],
+        )
         assert u.cost == entry["cost"]
     assert reply.finish_reason == entry["finish_reason"]
 
 
-@pytest.mark.parametrize("turn,field", [("deepseek_thinking_tools_turn1", "reasoning_content"),
-                                        ("vllm_tool_call_reasoning_turn1", "reasoning")])
+@pytest.mark.parametrize(
+    "turn,field",
+    [
+        ("deepseek_thinking_tools_turn1", "reasoning_content"),
+        ("vllm_tool_call_reasoning_turn1", "reasoning"),
+    ],
+)
 def test_reasoning_is_sent_back_on_tool_call_turns(turn, field):
     """DeepSeek's thinking mode needs reasoning_content replayed; vLLM replays `reasoning`."""
     with FakeModel(replay_step(turn, EXPECTED[turn])) as server:

@@ -37,8 +37,11 @@ def spec(tool: Tool) -> dict[str, Any]:
     """The OpenAI `tools` entry for a tool."""
     return {
         "type": "function",
-        "function": {"name": tool.name, "description": tool.description,
-                     "parameters": tool.parameters},
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
     }
 
 
@@ -85,13 +88,18 @@ class Toolbox:
             try:
                 input = call.parse_arguments()
             except ValueError as e:
-                raise ToolError(f"the arguments are not a valid JSON object ({e}); "
-                                f"you sent: {call.arguments[:500]}") from e
+                raise ToolError(
+                    f"the arguments are not a valid JSON object ({e}); "
+                    f"you sent: {call.arguments[:500]}"
+                ) from e
             text, is_error = tool.run(input, self.ctx), False
         except ToolError as e:
             text, is_error = f"Error: {e}", True
         except OSError as e:
-            text, is_error = f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""), True
+            text, is_error = (
+                f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""),
+                True,
+            )
         except Exception as e:  # a tool bug must not end the run; the model reads what happened
             text, is_error = f"Error: {type(e).__name__}: {e}", True
         return Result(call, text, is_error, time.monotonic() - started)

@@ -118,10 +118,14 @@ class Edit:
         if count == 0:
             raise ToolError(f"old_string was not found in {path}")
         if count > 1 and not input.get("replace_all"):
-            raise ToolError(f"old_string occurs {count} times in {path}; give more context to "
-                            "make it unique, or set replace_all")
-        path.write_text(text.replace(old, new) if input.get("replace_all") else
-                        text.replace(old, new, 1), encoding="utf-8")
+            raise ToolError(
+                f"old_string occurs {count} times in {path}; give more context to "
+                "make it unique, or set replace_all"
+            )
+        path.write_text(
+            text.replace(old, new) if input.get("replace_all") else text.replace(old, new, 1),
+            encoding="utf-8",
+        )
         return f"Edited {path}: replaced {count if input.get('replace_all') else 1} occurrence(s)"
 
 

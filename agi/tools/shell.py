@@ -1,4 +1,4 @@
-"""The Bash tool: one command in its own process group, output interleaved as a terminal shows it."""
+"""The Bash tool: a command in its own process group, output interleaved as a terminal shows it."""
 
 from __future__ import annotations
 
@@ -92,7 +92,10 @@ class Bash:
         "properties": {
             "command": {"type": "string", "description": "The command to run"},
             "timeout": {"type": "number", "description": "Timeout in milliseconds"},
-            "description": {"type": "string", "description": "What the command does, in 5-10 words"},
+            "description": {
+                "type": "string",
+                "description": "What the command does, in 5-10 words",
+            },
         },
         "required": ["command"],
     }

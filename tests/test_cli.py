@@ -1,0 +1,355 @@
+"""The command line as a user drives it: the real executable against the scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import AGI
+from fakeserver import FakeModel, call, calls, hang, status, text
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_answer_in_a_pipe_is_exactly_the_answer(agi, env, tmp_path):
+    with FakeModel(text("The answer is 42.")) as server:
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
+        r = subprocess.run(
+            ["bash", "-c", f"'{AGI}' hi | cat"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        )
+    assert r.returncode == 0
+    assert r.stdout == "The answer is 42.\n"
+    assert r.stderr == ""
+
+
+def test_three_tool_calls_bash_write_read(agi, tmp_path):
+    target = tmp_path / "work" / "note.txt"
+    script = [
+        call("Bash", command="echo out; echo err >&2; echo more"),
+        call("Write", file_path=str(target), content="first line\nsecond line\n"),
+        call("Read", file_path=str(target)),
+        text("done"),
+    ]
+    with FakeModel(*script) as server:
+        r = agi("do it", server=server)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "done\n"
+    assert target.read_text() == "first line\nsecond line\n"
+    reqs = server.requests
+    assert len(reqs) == 4
+    results = [m for m in reqs[3]["messages"] if m["role"] == "tool"]
+    assert len(results) == 3
+    assert results[0]["content"] == "out\nerr\nmore"
+    assert "Created" in results[1]["content"] and str(target) in results[1]["content"]
+    assert results[2]["content"] == "     1\tfirst line\n     2\tsecond line"
+    # each result answers the call before it, by id
+    calls_made = [m for m in reqs[3]["messages"] if m.get("tool_calls")]
+    assert [c["tool_calls"][0]["id"] for c in calls_made] == [r["tool_call_id"] for r in results]
+    tool_names = {t["function"]["name"] for t in reqs[0]["tools"]}
+    assert {"Bash", "Read", "Write", "Edit", "TempDir"} <= tool_names
+
+
+def test_parallel_tool_calls_run_concurrently(agi, tmp_path):
+    script = [
+        calls(("Bash", {"command": "sleep 1; echo a"}), ("Bash", {"command": "sleep 1; echo b"})),
+        text("both"),
+    ]
+    with FakeModel(*script) as server:
+        started = time.monotonic()
+        r = agi("go", server=server)
+        elapsed = time.monotonic() - started
+    assert r.returncode == 0, r.stderr
+    results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert results == ["a", "b"]
+    assert elapsed < 1.9  # two one-second commands at once
+
+
+def test_session_twice_sends_the_first_exchange(agi, tmp_path):
+    session = tmp_path / "conv"
+    with FakeModel(text("Paris"), text("About 2.1 million")) as server:
+        r1 = agi("--session", str(session), "Capital of France?", server=server)
+        r2 = agi("--session", str(session), "Its population?", server=server)
+    assert (r1.returncode, r2.returncode) == (0, 0), r1.stderr + r2.stderr
+    assert r2.stdout == "About 2.1 million\n"
+    second = [m for m in server.requests[1]["messages"] if m["role"] != "system"]
+    assert second == [
+        {"role": "user", "content": "Capital of France?"},
+        {"role": "assistant", "content": "Paris"},
+        {"role": "user", "content": "Its population?"},
+    ]
+    stored = lines(session / "messages.jsonl")
+    assert [m["content"] for m in stored] == [
+        "Capital of France?",
+        "Paris",
+        "Its population?",
+        "About 2.1 million",
+    ]
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["messages"] == 4 and meta["model"] == "openai:fake-model"
+    assert oct(session.stat().st_mode & 0o777) == "0o700"
+    for name in ("messages.jsonl", "meta.json", "trace.jsonl"):
+        assert oct((session / name).stat().st_mode & 0o777) == "0o600", name
+
+
+def test_continue_uses_the_latest_session(agi, tmp_path):
+    with FakeModel(text("one"), text("two")) as server:
+        agi("first", server=server)
+        r = agi("-c", "second", server=server)
+    assert r.returncode == 0, r.stderr
+    contents = [m["content"] for m in server.requests[1]["messages"] if m["role"] != "system"]
+    assert contents == ["first", "one", "second"]
+
+
+def test_stdin_is_the_prompt_or_a_context_block(agi):
+    with FakeModel(text("ok")) as server:
+        agi(server=server, input="summarise this\n")
+        agi("count the lines", server=server, input="a\nb\n")
+        agi("--no-stdin", "only args", server=server, input="ignored")
+    prompts = [r["messages"][-1]["content"] for r in server.requests]
+    assert prompts[0] == "summarise this"
+    assert prompts[1] == "count the lines\n\n<stdin>\na\nb\n</stdin>"
+    assert prompts[2] == "only args"
+
+
+def test_sys_files_replace_the_system_prompt(agi, tmp_path):
+    (tmp_path / "a.md").write_text("You are terse.\n")
+    (tmp_path / "b.md").write_text("Answer in French.")
+    with FakeModel(text("oui")) as server:
+        agi("--sys", "a.md", "--sys", "b.md", "hi", server=server)
+        agi("--sys", "default", "--sys", "b.md", "hi", server=server)
+    assert server.requests[0]["messages"][0] == {
+        "role": "system",
+        "content": "You are terse.\n\nAnswer in French.",
+    }
+    second = server.requests[1]["messages"][0]["content"]
+    assert second.startswith("You are agi") and second.endswith("\n\nAnswer in French.")
+
+
+def test_usage_errors_exit_2_and_send_nothing(agi, tmp_path):
+    with FakeModel(text("never")) as server:
+        no_prompt = agi(server=server)
+        bad_sys = agi("--sys", "missing.md", "hi", server=server)
+        bad_flag = agi("--max-steps", "zero", "hi", server=server)
+        not_session = tmp_path / "project"
+        not_session.mkdir()
+        (not_session / "keep.txt").write_text("mine")
+        refused = agi("--session", str(not_session), "hi", server=server)
+    no_model = agi("hi")
+    for r in (no_prompt, bad_sys, bad_flag, refused, no_model):
+        assert r.returncode == 2, r.stderr
+        assert r.stdout == ""
+        assert r.stderr.startswith("agi: ") and r.stderr.count("\n") == 1, r.stderr
+    assert server.requests == []
+    assert "no prompt" in no_prompt.stderr
+    assert "missing.md" in bad_sys.stderr
+    assert "AGI_MODEL" in no_model.stderr and "-m" in no_model.stderr
+    assert "not an agi session" in refused.stderr
+    assert sorted(p.name for p in not_session.iterdir()) == ["keep.txt"]
+
+
+def test_server_error_every_time_exits_3(agi):
+    with FakeModel(status(500, {"error": {"message": "upstream exploded"}})) as server:
+        r = agi("hi", server=server)
+    assert r.returncode == 3
+    assert r.stderr == "agi: HTTP 500: upstream exploded\n"
+    assert len(server.requests) == 3  # retried
+
+
+def test_connection_refused_exits_3(agi):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    r = agi("hi", extra_env={"AGI_BASE_URL": f"http://127.0.0.1:{port}/v1", "AGI_MODEL": "m"})
+    assert r.returncode == 3
+    assert r.stderr.startswith("agi: cannot reach http://127.0.0.1:") and r.stderr.count("\n") == 1
+
+
+def test_step_limit_exits_4(agi, tmp_path):
+    with FakeModel(call("Bash", command="echo again")) as server:
+        r = agi("--max-steps", "2", "loop", server=server)
+    assert r.returncode == 4
+    assert "step limit" in r.stderr and r.stderr.count("\n") == 1
+    assert len(server.requests) == 2
+
+
+def test_timeout_with_a_silent_server_exits_4_quickly(agi):
+    with FakeModel(hang()) as server:
+        started = time.monotonic()
+        r = agi("--timeout", "2", "hi", server=server)
+        elapsed = time.monotonic() - started
+    assert r.returncode == 4, r.stderr
+    assert "time limit" in r.stderr
+    assert elapsed < 5
+
+
+def test_sigint_exits_130_and_keeps_the_session(env, tmp_path):
+    session = tmp_path / "s"
+    marker = tmp_path / "started"
+    with FakeModel(call("Bash", command=f"touch {marker}; sleep 30"), text("after")) as server:
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
+        proc = subprocess.Popen(
+            [AGI, "--session", str(session), "long job"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 15
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        assert proc.returncode == 130, err
+        assert out == ""
+        assert err.startswith("agi: interrupted") and err.count("\n") == 1
+        stored = lines(session / "messages.jsonl")
+        assert stored[0] == {"role": "user", "content": "long job"}
+        assert stored[1]["tool_calls"][0]["function"]["name"] == "Bash"
+        assert stored[2]["role"] == "tool" and "interrupted" in stored[2]["content"]
+        # no `sleep 30` left behind
+        ps = subprocess.run(["pgrep", "-f", f"touch {marker}"], capture_output=True)
+        assert ps.returncode == 1
+        # the session continues, and the history is valid for the provider
+        r = subprocess.run(
+            [AGI, "--session", str(session), "go on"],
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        )
+    assert r.returncode == 0 and r.stdout == "after\n"
+    sent = [m["role"] for m in server.requests[1]["messages"] if m["role"] != "system"]
+    assert sent == ["user", "assistant", "tool", "user"]
+
+
+def test_ten_concurrent_runs_on_one_session(env, tmp_path):
+    session = tmp_path / "shared-session"
+    with FakeModel(lambda body: text("reply to " + body["messages"][-1]["content"])) as server:
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
+        procs = [
+            subprocess.Popen(
+                [AGI, "--session", str(session), f"prompt {i}"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(10)
+        ]
+        results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 10, results
+    stored = lines(session / "messages.jsonl")  # every line parses
+    assert len(stored) == 20
+    prompts = {m["content"] for m in stored if m["role"] == "user"}
+    assert prompts == {f"prompt {i}" for i in range(10)}
+    for i in range(0, 20, 2):  # each answer follows its own prompt
+        assert stored[i + 1]["content"] == "reply to " + stored[i]["content"]
+
+
+def test_api_key_never_reaches_the_session(agi, tmp_path):
+    key = "sk-test-9f8e7d6c5b4a39281706"
+    session = tmp_path / "s"
+    script = [
+        call("Bash", command="echo key is $AGI_API_KEY; env | grep AGI_API_KEY"),
+        text("done"),
+    ]
+    with FakeModel(*script) as server:
+        r = agi(
+            "--session",
+            str(session),
+            "--output",
+            "json",
+            "hi",
+            server=server,
+            extra_env={"AGI_API_KEY": key},
+        )
+    assert r.returncode == 0, r.stderr
+    assert server.headers[0]["Authorization"] == f"Bearer {key}"
+    for path in session.rglob("*"):
+        if path.is_file():
+            assert key not in path.read_text(errors="replace"), path
+    assert json.loads(r.stdout)["session"] == str(session.resolve())
+    assert key not in r.stdout
+    assert (session / "trace.jsonl").exists()
+    # the model did see a result, with the key redacted in what is stored
+    stored = lines(session / "messages.jsonl")
+    assert "[REDACTED]" in stored[2]["content"]
+
+
+def test_version_and_help_import_no_heavy_modules(env, tmp_path):
+    for flag in ("--version", "--help"):
+        r = subprocess.run(
+            [AGI, flag],
+            env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        assert r.returncode == 0
+        imported = {
+            line.split("|")[-1].strip()
+            for line in r.stderr.splitlines()
+            if line.startswith("import time:")
+        }
+        assert "agi.cli" in imported  # the profile is real
+        for heavy in ("httpx", "pydantic", "pyte", "agi.transport"):
+            assert heavy not in imported, (flag, heavy)
+    assert r.stdout.startswith("usage: agi")
+
+
+def test_torn_last_line_is_skipped_with_a_warning(agi, tmp_path):
+    session = tmp_path / "s"
+    with FakeModel(text("one"), text("two")) as server:
+        agi("--session", str(session), "first", server=server)
+        with open(session / "messages.jsonl", "a") as f:
+            f.write('{"role": "assistant", "content": "cut o')  # killed mid-write
+        r = agi("--session", str(session), "second", server=server)
+    assert r.returncode == 0
+    assert r.stdout == "two\n"
+    assert "damaged line" in r.stderr
+    contents = [m["content"] for m in server.requests[1]["messages"] if m["role"] != "system"]
+    assert contents == ["first", "one", "second"]
+    assert [m["content"] for m in lines_skipping(session / "messages.jsonl")] == [
+        "first",
+        "one",
+        "second",
+        "two",
+    ]
+
+
+def lines_skipping(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            pass
+    return out
+
+
+def test_output_json(agi):
+    with FakeModel(call("Bash", command="true"), text("fine")) as server:
+        r = agi("--output", "json", "hi", server=server)
+    assert r.returncode == 0
+    result = json.loads(r.stdout)
+    assert result["answer"] == "fine" and result["exit_code"] == 0 and result["steps"] == 2
+    assert result["usage"]["total_tokens"] == 30
+    assert os.path.isdir(result["session"])
