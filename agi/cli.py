@@ -218,8 +218,11 @@ class Run:
         deadline = self.started + timeout if timeout else None
         if timeout:
             # a backstop: the transport and tools honour the deadline themselves
-            signal.signal(signal.SIGALRM, lambda s, f: (_ for _ in ()).throw(TimeLimit(timeout)))
-            signal.setitimer(signal.ITIMER_REAL, timeout + 1.0)
+            def expire(signum: int, frame: Any) -> None:
+                raise TimeLimit(timeout)
+
+            signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, max(0.1, deadline - time.monotonic()) + 1.0)
         self.output = merged(flags, file, "output", "text")
         self.view = self.make_view(merged(flags, file, "verbose"), merged(flags, file, "quiet"))
         self.open_session(agi_home(), model)

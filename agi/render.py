@@ -94,11 +94,11 @@ class Terminal(Silent):
     def write(self, text: str) -> None:
         """Print whole lines above the spinner."""
         with self.lock:
-            if self.color:
-                self.out.write("\r\033[K")
             if self.in_reasoning:
                 self.out.write("\n")
                 self.in_reasoning = False
+            elif self.color:
+                self.out.write("\r\033[K")
             self.out.write(text + "\n")
             self.out.flush()
 
@@ -115,7 +115,9 @@ class Terminal(Silent):
         elif isinstance(event, TextDelta):
             self.chars += len(event.text)
             if self.in_reasoning:
-                self.write("")
+                with self.lock:
+                    self.out.write("\n")
+                    self.in_reasoning = False
             self.status = f"writing ({self.chars} chars)"
         elif isinstance(event, AssistantText):
             self.write(event.text)
@@ -125,14 +127,10 @@ class Terminal(Silent):
             self.write(self.paint("⏺ ", CYAN) + f"{event.call.name}({describe_input(event.input)})")
             self.status, self.since = f"running {event.call.name}", time.monotonic()
         elif isinstance(event, ToolEnd):
-            lines = event.result.count("\n") + 1
-            first = short(event.result.splitlines()[0] if event.result else "", 80)
-            if event.is_error:
-                self.write(self.paint(f"  ⎿ {first} ({event.seconds:.2f}s)", RED))
-            else:
-                self.write(
-                    self.paint(f"  ⎿ {lines} line{'s' * (lines != 1)} in {event.seconds:.2f}s", DIM)
-                )
+            rows = event.result.splitlines() or [""]
+            more = f" … +{len(rows) - 1} lines" if len(rows) > 1 else ""
+            line = f"  ⎿ {short(rows[0], 80)}{more} ({event.seconds:.2f}s)"
+            self.write(self.paint(line, RED if event.is_error else DIM))
         elif isinstance(event, Notice):
             self.warn(event.text)
 

@@ -56,7 +56,7 @@ def test_terminal_shows_tool_calls_and_timings(env, tmp_path):
     assert out == "All done.\n"
     plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", err)
     assert "Bash(echo hello from bash)" in plain
-    assert re.search(r"⎿ 1 line in \d+\.\d\ds", plain)
+    assert re.search(r"⎿ hello from bash \(\d+\.\d\ds\)", plain)
     assert "Let me think about this." in plain  # reasoning, dimmed
     assert "\x1b[2m" in err
     assert "session " in plain and str(tmp_path / "agi-home") in plain
