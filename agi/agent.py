@@ -69,6 +69,17 @@ class Agent:
                 yield AssistantText(reply.text)
             results = yield from self.toolbox.run_all(reply.tool_calls)
             for r in results:
+                self.session.trace(
+                    {
+                        "type": "tool",
+                        "id": r.call.id,
+                        "name": r.call.name,
+                        "input": r.call.arguments,
+                        "result": r.text,
+                        "is_error": r.is_error,
+                        "seconds": round(r.seconds, 3),
+                    }
+                )
                 self.session.append(tool_result(r.call.id, r.text + self._repeat_note(r.call)))
         raise StepLimit(self.max_steps)
 

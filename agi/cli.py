@@ -222,7 +222,9 @@ class Run:
                 raise TimeLimit(timeout)
 
             signal.signal(signal.SIGALRM, expire)
-            signal.setitimer(signal.ITIMER_REAL, max(0.1, deadline - time.monotonic()) + 1.0)
+            signal.setitimer(
+                signal.ITIMER_REAL, max(0.1, self.started + timeout - time.monotonic()) + 1
+            )
         self.output = merged(flags, file, "output", "text")
         self.view = self.make_view(merged(flags, file, "verbose"), merged(flags, file, "quiet"))
         self.open_session(agi_home(), model)

@@ -23,25 +23,53 @@ NO_MODEL = (
     '-m ollama:qwen3), set AGI_MODEL, or put model = "..." in {path}'
 )
 
-# keys the config file may set, with their types (flags of the same name, dashes as underscores)
-FILE_KEYS: dict[str, type | tuple[type, ...]] = {
-    "model": str,
-    "base_url": str,
-    "api_key": str,
-    "provider": str,
-    "max_steps": int,
-    "timeout": (int, float),
-    "idle_timeout": (int, float),
-    "sys": (str, list),
-    "tools": (str, list),
-    "no_bash": bool,
-    "no_tools": bool,
-    "verbose": bool,
-    "quiet": bool,
-    "output": str,
-    "params": dict,
-    "providers": dict,
+# what each config-file key may hold: (check, description); keys are the flags' names
+_str = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
+_bool = (lambda v: isinstance(v, bool), "true or false")
+_positive = (
+    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    "a positive number",
+)
+_names = (
+    lambda v: isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "a string or a list of strings",
+)
+FILE_KEYS: dict[str, tuple[Any, str]] = {
+    "model": _str,
+    "base_url": _str,
+    "api_key": _str,
+    "provider": _str,
+    "max_steps": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive integer",
+    ),
+    "timeout": _positive,
+    "idle_timeout": _positive,
+    "sys": _names,
+    "tools": _names,
+    "no_bash": _bool,
+    "no_tools": _bool,
+    "verbose": _bool,
+    "quiet": _bool,
+    "output": (lambda v: v in ("text", "json", "jsonl"), "one of text, json, jsonl"),
+    "params": (lambda v: isinstance(v, dict), "a table"),
+    "providers": (lambda v: isinstance(v, dict), "a table of tables"),
 }
+PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
+    "base_url": _str,
+    "api_key": _str,
+    "api_key_env": _str,
+    "params": (lambda v: isinstance(v, dict), "a table"),
+}
+
+
+def _check(path: Path, name: str, value: Any, rules: dict[str, tuple[Any, str]]) -> None:
+    key = name.rpartition(".")[2]
+    if key not in rules:
+        raise ConfigError(f"config file {path}: unknown setting {name!r}")
+    valid, description = rules[key]
+    if not valid(value):
+        raise ConfigError(f"config file {path}: {name} must be {description}, not {value!r}")
 
 
 def config_path() -> Path:
@@ -73,13 +101,12 @@ def load_file(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {path}: {e}") from e
     for key, value in data.items():
-        expected = FILE_KEYS.get(key)
-        if expected is None:
-            raise ConfigError(f"config file {path}: unknown setting {key!r}")
-        if not isinstance(value, expected) or (isinstance(value, bool) and expected is int):
-            raise ConfigError(
-                f"config file {path}: {key} has the wrong type ({type(value).__name__})"
-            )
+        _check(path, key, value, FILE_KEYS)
+    for name, table in (data.get("providers") or {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"config file {path}: providers.{name} must be a table")
+        for key, value in table.items():
+            _check(path, f"providers.{name}.{key}", value, PROVIDER_KEYS)
     return data
 
 

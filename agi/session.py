@@ -68,7 +68,9 @@ class Session:
         path = path.expanduser()
         if path.exists() and not path.is_dir():
             raise UsageError(f"session {path} is not a directory")
-        if path.is_dir() and any(path.iterdir()) and not (path / "meta.json").exists():
+        # a lone lock file is a concurrent run creating this session right now
+        others = path.is_dir() and any(p.name != "lock" for p in path.iterdir())
+        if others and not (path / "meta.json").exists():
             raise UsageError(
                 f"{path} is not an agi session (no meta.json) and is not empty; refusing to use it"
             )

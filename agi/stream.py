@@ -87,7 +87,7 @@ class ThinkSplitter:
     OPEN, CLOSE = "<think>", "</think>"
 
     def __init__(self) -> None:
-        self.state = "start"  # start -> think -> text
+        self.state = "start"  # start -> think -> after -> text, or start -> text
         self.buf = ""
 
     def feed(self, s: str) -> tuple[str, str]:
@@ -105,8 +105,8 @@ class ThinkSplitter:
         if self.state == "think":
             end = self.buf.find(self.CLOSE)
             if end >= 0:
-                reasoning, self.buf = self.buf[:end], self.buf[end + len(self.CLOSE) :].lstrip()
-                self.state = "text"
+                reasoning, self.buf = self.buf[:end], self.buf[end + len(self.CLOSE) :]
+                self.state = "after"
             else:
                 keep = len(self.CLOSE) - 1
                 reasoning, self.buf = (
@@ -114,6 +114,10 @@ class ThinkSplitter:
                     self.buf[-keep:],
                 )
                 return "", reasoning
+        if self.state == "after":  # whitespace after </think> may come in its own chunks
+            self.buf = self.buf.lstrip()
+            if self.buf:
+                self.state = "text"
         if self.state == "text":
             text, self.buf = self.buf, ""
         return text, reasoning

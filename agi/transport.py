@@ -6,7 +6,7 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from agi import __version__
@@ -45,6 +45,21 @@ def retry_after(headers: Any) -> float | None:
 def backoff(attempt: int) -> float:
     """Exponential backoff with jitter, as the official SDKs do: ~0.5 s, 1 s, 2 s, at most 8 s."""
     return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
+
+
+def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
+    """Split a byte stream into lines at LF (CRLF), as SSE does.
+
+    httpx's iter_lines also splits at U+2028 and other Unicode breaks, which JSON may carry raw.
+    """
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        *complete, buf = buf.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", "replace")
 
 
 class Transport:
@@ -120,6 +135,13 @@ class Transport:
                         "seconds": round(time.monotonic() - started, 3),
                     }
                 )
+                if (
+                    e.status in (400, 422)
+                    and "stream_options" in str(e)
+                    and "stream_options" in body
+                ):
+                    body = {k: v for k, v in body.items() if k != "stream_options"}
+                    continue  # a server that rejects stream_options: ask again without it
                 if not e.retryable or asm.delivered or attempt == ATTEMPTS:
                     raise
                 self._wait_before_retry(e, attempt)
@@ -208,11 +230,16 @@ class Transport:
             if data.strip() == "[DONE]":
                 return
             yield from asm.feed(self._json(data), event)
+        if asm.finish_reason is None:  # [DONE] may be missing, but not both
+            raise ProviderError(
+                "the stream ended early (the connection closed before a finish_reason or [DONE])",
+                retryable=True,
+            )
 
     def _lines(self, resp: httpx.Response) -> Generator[str, None, None]:
         """Response lines, checking the deadline and the idle limit even across keep-alives."""
         last_data = time.monotonic()
-        for line in resp.iter_lines():
+        for line in sse_lines(resp.iter_bytes()):
             self._check_deadline()
             now = time.monotonic()
             if line.startswith(":"):

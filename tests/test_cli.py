@@ -353,3 +353,84 @@ def test_output_json(agi):
     assert result["answer"] == "fine" and result["exit_code"] == 0 and result["steps"] == 2
     assert result["usage"]["total_tokens"] == 30
     assert os.path.isdir(result["session"])
+
+
+def test_trace_records_requests_responses_and_tool_runs(agi, tmp_path):
+    session = tmp_path / "s"
+    with FakeModel(call("Bash", command="echo traced"), text("ok")) as server:
+        r = agi("--session", str(session), "go", server=server)
+    assert r.returncode == 0
+    trace = lines(session / "trace.jsonl")
+    kinds = [t["type"] for t in trace]
+    assert kinds == ["run", "request", "response", "tool", "request", "response"]
+    assert trace[1]["body"]["messages"][-1] == {"role": "user", "content": "go"}
+    assert trace[2]["message"]["tool_calls"][0]["function"]["name"] == "Bash"
+    assert trace[3]["name"] == "Bash" and trace[3]["result"] == "traced"
+    assert all(isinstance(t["time"], float) for t in trace)
+    assert isinstance(trace[3]["seconds"], float) and isinstance(trace[2]["seconds"], float)
+
+
+def test_sigint_mid_stream_keeps_the_partial_answer(env, tmp_path):
+    session = tmp_path / "s"
+    with FakeModel(text("first part of a long answer that streams slowly", delay=0.4,
+                        pieces=20)) as server:
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
+        proc = subprocess.Popen([AGI, "-s", str(session), "tell me"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130, err
+    stored = lines(session / "messages.jsonl")
+    assert stored[0]["content"] == "tell me"
+    assert stored[1]["role"] == "assistant"
+    assert "first part of a long answer that streams slowly".startswith(stored[1]["content"])
+    assert 0 < len(stored[1]["content"]) < 48
+
+
+def test_sigterm_exits_143(env, tmp_path):
+    with FakeModel(hang()) as server:
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
+        proc = subprocess.Popen([AGI, "hi"], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not server.requests:
+            time.sleep(0.05)
+        proc.terminate()
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 143
+    assert err.startswith("agi: interrupted by SIGTERM") and out == ""
+
+
+def test_a_killed_run_s_tool_calls_get_interrupted_results(agi, tmp_path):
+    session = tmp_path / "s"
+    with FakeModel(text("hello")) as server:
+        agi("-s", str(session), "start", server=server)
+    with open(session / "messages.jsonl", "a") as f:  # as a run SIGKILLed mid-tool leaves it
+        f.write(json.dumps({"role": "user", "content": "list files"}) + "\n")
+        f.write(json.dumps({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_a", "type": "function",
+             "function": {"name": "Bash", "arguments": "{\"command\": \"ls\"}"}},
+            {"id": "call_b", "type": "function",
+             "function": {"name": "Bash", "arguments": "{\"command\": \"pwd\"}"}}]}) + "\n")
+        f.write(json.dumps({"role": "tool", "tool_call_id": "call_a", "content": "x"}) + "\n")
+    with FakeModel(text("resumed")) as server:
+        r = agi("-s", str(session), "again", server=server)
+    assert r.returncode == 0 and r.stdout == "resumed\n"
+    sent = [m for m in server.requests[0]["messages"] if m["role"] != "system"]
+    assert sent[-2]["role"] == "tool" and sent[-2]["tool_call_id"] == "call_b"
+    assert "interrupted" in sent[-2]["content"]
+    assert sent[-1] == {"role": "user", "content": "again"}
+
+
+def test_server_rejecting_stream_options_is_asked_again_without(agi):
+    def step(body):
+        if "stream_options" in body:
+            message = "Unrecognized request argument: stream_options"
+            return status(400, {"error": {"message": message}})
+        return text("fine")
+
+    with FakeModel(step) as server:
+        r = agi("hi", server=server)
+    assert r.returncode == 0 and r.stdout == "fine\n"
+    assert ["stream_options" in b for b in server.requests] == [True, False]

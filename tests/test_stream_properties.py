@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +35,7 @@ def cut(s: str, positions: list[int]) -> list[str]:
     """Cut s at the given positions (taken modulo len(s)+1; repeats give empty pieces)."""
     points = sorted(p % (len(s) + 1) for p in positions)
     bounds = [0, *points, len(s)]
-    return [s[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [s[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 cut_points = st.lists(st.integers(min_value=0, max_value=10_000), max_size=12)
@@ -111,11 +110,6 @@ def test_think_block_any_cutting(lead, r, t, positions):
     assert t.endswith(text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ThinkSplitter only strips whitespace after </think> that arrives in the same chunk "
-    "as the tag: feed('<think>r</think>'), feed(' t') releases text ' t', not 't'",
-)
 @SETTINGS
 @example(lead="", r="r", t=" t", positions=[len(OPEN + "r" + CLOSE)])
 @given(lead=leading_ws, r=no_tags, t=no_tags, positions=cut_points)
@@ -129,7 +123,9 @@ def test_think_block_text_lstripped_regardless_of_cutting(lead, r, t, positions)
 @given(
     content=st.one_of(
         tag_biased,
-        st.builds(lambda ws, k, rest: ws + OPEN[:k] + rest, leading_ws, st.integers(0, 6), tag_biased),
+        st.builds(
+            lambda ws, k, rest: ws + OPEN[:k] + rest, leading_ws, st.integers(0, 6), tag_biased
+        ),
     ),
     positions=cut_points,
 )
@@ -148,12 +144,17 @@ def test_unclosed_think_is_all_reasoning(lead, r, positions):
 # 3. StreamAssembler: tool calls -----------------------------------------------------------------
 
 json_scalar = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=10),
 )
 json_value = st.recursive(
     json_scalar,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 tool_call = st.tuples(
@@ -181,7 +182,12 @@ def test_tool_calls_assemble(calls, data):
         text = json.dumps(args, ensure_ascii=ascii_only)
         expected.append(ToolCall(call_id, name, text))
         deltas: list[dict[str, Any]] = [
-            {"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+            {
+                "index": i,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
         ]
         positions = data.draw(cut_points, label=f"argument cuts {i}")
         for frag in cut(text, positions):
@@ -198,7 +204,7 @@ def test_tool_calls_assemble(calls, data):
     # Interleave the calls: each call's deltas stay in order, and call i starts before call i+1.
     order: list[dict[str, Any]] = []
     pos = [0] * len(per_call)
-    while any(p < len(d) for p, d in zip(pos, per_call)):
+    while any(p < len(d) for p, d in zip(pos, per_call, strict=True)):
         started = sum(1 for p in pos if p > 0)
         ready = [j for j in range(min(started + 1, len(per_call))) if pos[j] < len(per_call[j])]
         j = data.draw(st.sampled_from(ready), label="next call")
@@ -244,8 +250,9 @@ def test_text_and_reasoning_deltas(text, reasoning, field, text_cuts, reasoning_
     ti = ri = 0
     while ti < len(text_parts) or ri < len(reasoning_parts):
         delta: dict[str, Any] = {}
-        kinds = [k for k, left in (("r", ri < len(reasoning_parts)), ("t", ti < len(text_parts))) if left]
-        kind = data.draw(st.sampled_from(kinds + (["both"] if len(kinds) == 2 else [])), label="kind")
+        left = {"r": ri < len(reasoning_parts), "t": ti < len(text_parts)}
+        kinds = [k for k, more in left.items() if more] + (["both"] if all(left.values()) else [])
+        kind = data.draw(st.sampled_from(kinds), label="kind")
         if kind in ("r", "both"):
             delta[field] = reasoning_parts[ri]
             ri += 1

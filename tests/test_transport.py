@@ -128,3 +128,12 @@ def test_reasoning_is_sent_back_on_tool_call_turns(turn, field):
     # and a final answer's reasoning is not sent back
     final = Reply(text="done", reasoning="thoughts", reasoning_field=field).to_message()
     assert field not in wire_message(final) and final[field] == "thoughts"
+
+
+def test_unicode_line_separators_inside_json_do_not_split_lines():
+    """JSON may carry U+2028 raw; SSE lines end only at LF/CR."""
+    body = {"choices": [{"index": 0, "delta": {"content": "a\u2028b\u0085c"}}]}
+    data = b"data: " + json.dumps(body, ensure_ascii=False).encode() + b"\n\ndata: [DONE]\n\n"
+    with FakeModel(raw(data)) as server:
+        _, reply, error = collect(server)
+    assert error is None and reply.text == "a\u2028b\u0085c"

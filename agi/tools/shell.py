@@ -139,6 +139,7 @@ class Bash:
         sel = selectors.DefaultSelector()
         sel.register(fd, selectors.EVENT_READ)
         exited_at: float | None = None
+        eof = False
         try:
             while True:
                 now = time.monotonic()
@@ -147,14 +148,23 @@ class Bash:
                     break
                 if exited_at is None and proc.poll() is not None:
                     exited_at = now
+                if eof:  # the command closed its output but may still be running
+                    if exited_at is not None:
+                        break
+                    try:
+                        proc.wait(timeout=min(0.05, deadline - now))
+                    except subprocess.TimeoutExpired:
+                        pass
+                    continue
                 if exited_at is not None and now - exited_at > DRAIN_SECONDS:
                     break  # background children keep the pipe open; do not wait for them
                 if not sel.select(timeout=min(0.05, deadline - now)):
                     continue
                 data = os.read(fd, 65536)
-                if not data:
-                    break
-                output.add(data)
+                if data:
+                    output.add(data)
+                else:
+                    eof = True
         finally:
             sel.close()
             if timed_out or proc.poll() is None:
