@@ -452,3 +452,15 @@ def test_a_different_call_in_between_resets_the_repeat_count(agi):
         r = agi("go", server=server)
     assert r.returncode == 0, r.stderr
     assert results(server, 4) == ["a", "a", "b", "a"]
+
+
+def test_background_jobs_end_with_the_run(agi, tmp_path):
+    secs = unique_seconds(40)
+    with FakeModel(call("Bash", command=f"sleep {secs} & echo started"),
+                   call("Bash", command=f"pgrep -f 'sleep {secs}' >/dev/null && echo alive"),
+                   text("done")) as server:
+        r = agi("go", server=server, timeout=30)
+    assert r.returncode == 0, r.stderr
+    results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    assert results == ["started", "alive"]  # alive for the next call of the same run
+    assert subprocess.run(["pgrep", "-f", f"sleep {secs}"], capture_output=True).returncode == 1

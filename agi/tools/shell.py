@@ -18,6 +18,7 @@ OUTPUT_LIMIT = 30_000  # characters kept: half from the start, half from the end
 DRAIN_SECONDS = 0.2  # after exit, how long to wait for background children still holding the pipe
 
 _running: set[subprocess.Popen[bytes]] = set()
+_groups: set[int] = set()  # every process group started in this run: background jobs live on in them
 _running_lock = threading.Lock()
 
 
@@ -42,11 +43,26 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def kill_all() -> None:
-    """End every command still running (on interrupt or at exit): no process is left behind."""
+    """End every command and background job of this run (at exit): no process is left behind."""
     with _running_lock:
-        procs = list(_running)
+        procs, groups = list(_running), list(_groups)
+        _groups.clear()
     for proc in procs:
         kill_group(proc)
+    alive = []
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+            alive.append(pgid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if alive:
+        time.sleep(0.1)
+    for pgid in alive:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 class Output:
@@ -132,6 +148,7 @@ class Bash:
         )
         with _running_lock:
             _running.add(proc)
+            _groups.add(proc.pid)
         output, timed_out = Output(), False
         deadline = time.monotonic() + timeout
         assert proc.stdout is not None
@@ -172,5 +189,7 @@ class Bash:
             proc.stdout.close()
             with _running_lock:
                 _running.discard(proc)
-        code = proc.wait() if not timed_out else -1
-        return output, code, timed_out
+        if timed_out:
+            return output, -1, True
+        code = proc.wait()
+        return output, 128 - code if code < 0 else code, False  # a signal, as $? shows it
