@@ -18,7 +18,7 @@ OUTPUT_LIMIT = 30_000  # characters kept: half from the start, half from the end
 DRAIN_SECONDS = 0.2  # after exit, how long to wait for background children still holding the pipe
 
 _running: set[subprocess.Popen[bytes]] = set()
-_groups: set[int] = set()  # every process group started in this run: background jobs live on in them
+_groups: set[int] = set()  # every process group of this run: its background jobs live there
 _running_lock = threading.Lock()
 
 
