@@ -372,12 +372,18 @@ def test_trace_records_requests_responses_and_tool_runs(agi, tmp_path):
 
 def test_sigint_mid_stream_keeps_the_partial_answer(env, tmp_path):
     session = tmp_path / "s"
-    with FakeModel(text("first part of a long answer that streams slowly", delay=0.4,
-                        pieces=20)) as server:
+    with FakeModel(
+        text("first part of a long answer that streams slowly", delay=0.4, pieces=20)
+    ) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = subprocess.Popen([AGI, "-s", str(session), "tell me"], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [AGI, "-s", str(session), "tell me"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1.5)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
@@ -392,8 +398,14 @@ def test_sigint_mid_stream_keeps_the_partial_answer(env, tmp_path):
 def test_sigterm_exits_143(env, tmp_path):
     with FakeModel(hang()) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = subprocess.Popen([AGI, "hi"], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [AGI, "hi"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         while not server.requests:
             time.sleep(0.05)
         proc.terminate()
@@ -408,11 +420,27 @@ def test_a_killed_run_s_tool_calls_get_interrupted_results(agi, tmp_path):
         agi("-s", str(session), "start", server=server)
     with open(session / "messages.jsonl", "a") as f:  # as a run SIGKILLed mid-tool leaves it
         f.write(json.dumps({"role": "user", "content": "list files"}) + "\n")
-        f.write(json.dumps({"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_a", "type": "function",
-             "function": {"name": "Bash", "arguments": "{\"command\": \"ls\"}"}},
-            {"id": "call_b", "type": "function",
-             "function": {"name": "Bash", "arguments": "{\"command\": \"pwd\"}"}}]}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": "call_a",
+                            "type": "function",
+                            "function": {"name": "Bash", "arguments": '{"command": "ls"}'},
+                        },
+                        {
+                            "id": "call_b",
+                            "type": "function",
+                            "function": {"name": "Bash", "arguments": '{"command": "pwd"}'},
+                        },
+                    ],
+                }
+            )
+            + "\n"
+        )
         f.write(json.dumps({"role": "tool", "tool_call_id": "call_a", "content": "x"}) + "\n")
     with FakeModel(text("resumed")) as server:
         r = agi("-s", str(session), "again", server=server)

@@ -456,9 +456,11 @@ def test_a_different_call_in_between_resets_the_repeat_count(agi):
 
 def test_background_jobs_end_with_the_run(agi, tmp_path):
     secs = unique_seconds(40)
-    with FakeModel(call("Bash", command=f"sleep {secs} & echo started"),
-                   call("Bash", command=f"pgrep -f 'sleep {secs}' >/dev/null && echo alive"),
-                   text("done")) as server:
+    with FakeModel(
+        call("Bash", command=f"sleep {secs} & echo started"),
+        call("Bash", command=f"pgrep -f 'sleep {secs}' >/dev/null && echo alive"),
+        text("done"),
+    ) as server:
         r = agi("go", server=server, timeout=30)
     assert r.returncode == 0, r.stderr
     results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
