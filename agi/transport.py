@@ -114,18 +114,27 @@ class Transport:
         return body
 
     def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        mark: dict[str, Any] | None = None,
+        **extra: Any,
     ) -> Generator[Event, None, Reply]:
-        """Yield text and reasoning deltas, return the assembled reply; retry what is safe."""
+        """Yield text and reasoning deltas, return the assembled reply; retry what is safe.
+
+        `extra` goes into the request body (e.g. response_format, stop); `mark` into the trace
+        records of this exchange (e.g. {"ghost": True}).
+        """
         body = self.payload(messages, tools, **extra)
+        trace = self.trace if not mark else lambda record: self.trace({**record, **mark})
         for attempt in range(1, ATTEMPTS + 1):
             asm = StreamAssembler()
             started = time.monotonic()
-            self.trace({"type": "request", "attempt": attempt, "url": self.url, "body": body})
+            trace({"type": "request", "attempt": attempt, "url": self.url, "body": body})
             try:
                 reply = yield from self._once(body, asm)
             except ProviderError as e:
-                self.trace(
+                trace(
                     {
                         "type": "response",
                         "attempt": attempt,
@@ -146,7 +155,7 @@ class Transport:
                     raise
                 self._wait_before_retry(e, attempt)
                 continue
-            self.trace(
+            trace(
                 {
                     "type": "response",
                     "attempt": attempt,
