@@ -59,8 +59,12 @@ class Agent:
             if reply.usage:
                 self.usage.add(reply.usage)
                 yield UsageEvent(reply.usage)
-            if not reply.text and not reply.tool_calls:
-                self.session.append(user(harness_text("empty_reply")))
+            if not reply.text and not reply.tool_calls and not reply.nudge:
+                reply.nudge = harness_text("empty_reply")
+            if reply.nudge:
+                if reply.text:
+                    self.session.append(reply.to_message())
+                self.session.append(user(reply.nudge))
                 continue
             self.session.append(reply.to_message())
             if not reply.tool_calls:

@@ -74,6 +74,7 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None
+    nudge: str | None = None  # not an answer: the harness replies this and the loop goes on
 
     def to_message(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text}

@@ -1,0 +1,252 @@
+"""One invocation: the merged settings, the session, the agent's turns, the output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agi import __version__
+from agi.config import ModelConfig
+from agi.errors import AgiError, TimeLimit, UsageError
+
+
+def system_prompt(files: list[str] | None) -> str:
+    """The --sys files concatenated in order (`default` is the built-in prompt)."""
+    from agi.prompts import default_system_prompt
+
+    if not files:
+        return default_system_prompt()
+    parts = []
+    for name in files:
+        if name == "default":
+            parts.append(default_system_prompt())
+            continue
+        try:
+            parts.append(Path(name).expanduser().read_text(encoding="utf-8").strip())
+        except OSError as e:
+            raise UsageError(f"cannot read --sys file {name}: {e.strerror}") from e
+        except UnicodeDecodeError as e:
+            raise UsageError(f"--sys file {name} is not UTF-8 text") from e
+    return "\n\n".join(parts)
+
+
+def allowlist(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    names = value.split(",") if isinstance(value, str) else value
+    return [n.strip() for n in names if n.strip()]
+
+
+def choose_tools(tools: list[Any], allow: list[str] | None, no_bash: bool) -> list[Any]:
+    """Apply --no-bash and the --tools allowlist; an unknown name is a usage error."""
+    if no_bash:
+        tools = [t for t in tools if t.name != "Bash"]
+    if allow is None:
+        return tools
+    known = {t.name for t in tools}
+    unknown = [n for n in allow if n not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown tool in --tools: {', '.join(unknown)} (available: {', '.join(sorted(known))})"
+        )
+    return [t for t in tools if t.name in allow]
+
+
+@dataclass
+class Settings:
+    """Everything a run needs, from defaults < config file < environment < flags."""
+
+    model: ModelConfig
+    system: str
+    tools: list[Any]
+    max_steps: int = 50
+    timeout: float | None = None
+    output: str = "text"
+    verbose: bool = False
+    quiet: bool = False
+    home: Path = field(default_factory=Path)
+
+    @classmethod
+    def load(cls, flags: dict[str, Any]) -> Settings:
+        from agi.config import agi_home, config_path, load_file, merged, resolve_model
+        from agi.tools import builtin_tools
+
+        path = config_path()
+        file = load_file(path)
+        model = resolve_model(flags, file, path)
+        system = system_prompt(merged(flags, file, "sys"))
+        tools: list[Any] = []
+        if not merged(flags, file, "no_tools"):
+            tools = choose_tools(
+                builtin_tools(),
+                allowlist(merged(flags, file, "tools")),
+                bool(merged(flags, file, "no_bash")),
+            )
+        return cls(
+            model=model,
+            system=system,
+            tools=tools,
+            max_steps=merged(flags, file, "max_steps", 50),
+            timeout=merged(flags, file, "timeout"),
+            output=merged(flags, file, "output", "text"),
+            verbose=bool(merged(flags, file, "verbose")),
+            quiet=bool(merged(flags, file, "quiet")),
+            home=agi_home(),
+        )
+
+
+class Run:
+    """A session and the turns taken in it; owns the cleanup."""
+
+    def __init__(self, settings: Settings, started: float, interactive: bool = False):
+        self.settings, self.started = settings, started
+        self.interactive = interactive
+        self.deadline = started + settings.timeout if settings.timeout else None
+        self.session: Any = None
+        self.agent: Any = None
+        self.transport: Any = None
+        self.output = settings.output
+        self.view = self.make_view()
+
+    def make_view(self) -> Any:
+        from agi.render import Silent, Terminal
+
+        tty = sys.stderr.isatty()
+        if self.settings.quiet or not (tty or self.settings.verbose):
+            return Silent()
+        return Terminal(color=tty, spinner=tty and not self.interactive)
+
+    def arm_timeout(self) -> None:
+        """A backstop: the transport and the tools honour the deadline themselves."""
+        timeout = self.settings.timeout
+        if not timeout:
+            return
+
+        def expire(signum: int, frame: Any) -> None:
+            raise TimeLimit(timeout)
+
+        signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(
+            signal.ITIMER_REAL, max(0.1, self.started + timeout - time.monotonic()) + 1
+        )
+
+    def open_session(self, path: Path | None, cont: bool) -> None:
+        from agi.session import Session, SessionIndex
+
+        index = SessionIndex(self.settings.home)
+        if cont:
+            path = index.latest()
+            if path is None:
+                raise UsageError("no session to continue: none has been used yet")
+        path = path or index.default_path()
+        key = self.settings.model.api_key
+        self.session = Session.open(path, secrets=[key] if key else [])
+        index.record(self.session.path)
+
+    def start_agent(self) -> None:
+        from agi.agent import Agent
+        from agi.tools import Toolbox, ToolContext
+        from agi.transport import Transport
+
+        s = self.settings
+        self.transport = Transport(
+            s.model, trace=self.session.trace, deadline=self.deadline, timeout=s.timeout
+        )
+        toolbox = Toolbox(s.tools, ToolContext(deadline=self.deadline))
+        self.agent = Agent(self.transport, toolbox, self.session, s.system, s.max_steps)
+
+    def turn(self, prompt: str) -> Any:
+        """One prompt in, one reply out, under the session's lock; events go to the views."""
+        session = self.session
+        session.lock(self.deadline, self.settings.timeout)
+        try:
+            for warning in session.warnings:
+                self.view.warn(warning)
+            session.warnings.clear()
+            s = self.settings
+            session.trace(
+                {
+                    "type": "run",
+                    "agi": __version__,
+                    "model": s.model.label,
+                    "base_url": s.model.base_url,
+                    "cwd": os.getcwd(),
+                    "pid": os.getpid(),
+                    "system": s.system,
+                    "tools": [t.name for t in s.tools],
+                }
+            )
+            if not session.meta_file.exists():
+                session.write_meta(model=s.model.label)
+            if self.agent is None:
+                self.start_agent()
+            events = self.agent.run(prompt)
+            while True:
+                try:
+                    event = next(events)
+                except StopIteration as done:
+                    reply = done.value
+                    break
+                self.view.handle(event)
+                self.emit_event(event)
+            session.write_meta(model=s.model.label)
+            return reply
+        except BaseException as e:  # keep what the turn produced, under the lock
+            if self.agent is not None:
+                self.agent.salvage()
+            code = getattr(e, "exit_code", 130 if isinstance(e, KeyboardInterrupt) else 1)
+            session.trace({"type": "error", "exit_code": code, "error": str(e) or type(e).__name__})
+            session.write_meta()
+            raise
+        finally:
+            session.unlock()
+
+    def one_shot(self, prompt: str, path: Path | None, cont: bool) -> int:
+        self.arm_timeout()
+        self.open_session(path, cont)
+        reply = self.turn(prompt)
+        self.view.finish(
+            str(self.session.path),
+            self.agent.usage,
+            time.monotonic() - self.started,
+            self.agent.steps,
+        )
+        self.write_result(reply.text, 0)
+        return 0
+
+    def emit_event(self, event: Any) -> None:
+        if self.output == "jsonl":
+            from agi.output import event_line
+
+            sys.stdout.write(event_line(event))
+            sys.stdout.flush()
+
+    def write_result(self, answer: Any, exit_code: int, error: str | None = None) -> None:
+        if self.output in ("json", "jsonl"):
+            from agi.output import result_line
+
+            sys.stdout.write(result_line(self, answer, exit_code, error))
+        elif answer is not None:
+            sys.stdout.write(f"{answer}\n")
+        sys.stdout.flush()
+
+    def after_failure(self, error: AgiError) -> None:
+        """Report the failure in machine-readable output too."""
+        if self.output != "text":
+            self.write_result(None, error.exit_code, str(error))
+
+    def cleanup(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if "agi.tools.shell" in sys.modules:
+            from agi.tools.shell import kill_all
+
+            kill_all()
+        if self.transport is not None:
+            self.transport.close()
+        if self.session is not None:
+            self.session.unlock()
