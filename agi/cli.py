@@ -60,6 +60,14 @@ def build_parser() -> Parser:
         help="continue the most recently used session",
     )
     p.add_argument(
+        "--fork", metavar="SESSION", help="continue a copy of SESSION (the original is kept)"
+    )
+    p.add_argument("-i", "--repl", action="store_true", help="interactive loop over one session")
+    p.add_argument(
+        "--list-sessions", action="store_true", help="list the sessions used, newest first"
+    )
+    p.add_argument("--show", metavar="SESSION", help="print a readable transcript of SESSION")
+    p.add_argument(
         "--sys",
         action="append",
         metavar="FILE",
@@ -117,11 +125,23 @@ def main(argv: list[str] | None = None) -> int:
     run: Run | None = None
     try:
         args = build_parser().parse_args(argv)
-        if args.session and args.cont:
-            raise UsageError("--session and --continue cannot be used together")
-        prompt = read_prompt(args)
-        run = Run(Settings.load(vars(args)), started)
+        if args.list_sessions or args.show:
+            return inspect(args)
+        if args.cont and (args.session or args.fork):
+            raise UsageError("--continue cannot be used with --session or --fork")
+        prompt = "" if args.repl else read_prompt(args)
+        settings = Settings.load(vars(args))
+        run = Run(settings, started, interactive=args.repl)
         path = Path(args.session) if args.session else None
+        if args.fork:
+            from agi.session import SessionIndex, fork
+
+            path = path or SessionIndex(settings.home).default_path()
+            fork(Path(args.fork), path)
+        if args.repl:
+            from agi.repl import repl
+
+            return repl(run, path, args.cont)
         return run.one_shot(prompt, path, args.cont)
     except KeyboardInterrupt:
         return fail(Interrupted(signal.SIGINT), run)
@@ -133,6 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if run is not None:
             run.cleanup()
+
+
+def inspect(args: argparse.Namespace) -> int:
+    """--list-sessions and --show: read-only views of the sessions."""
+    from agi.config import agi_home
+    from agi.transcript import list_sessions, show
+
+    text = list_sessions(agi_home()) if args.list_sessions else show(Path(args.show))
+    if text:
+        sys.stdout.write(text + "\n")
+    return 0
 
 
 def fail(error: AgiError, run: Run | None) -> int:

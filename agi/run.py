@@ -192,8 +192,7 @@ class Run:
                 except StopIteration as done:
                     reply = done.value
                     break
-                self.view.handle(event)
-                self.emit_event(event)
+                self.dispatch(event)
             session.write_meta(model=s.model.label)
             return reply
         except BaseException as e:  # keep what the turn produced, under the lock
@@ -218,6 +217,36 @@ class Run:
         )
         self.write_result(reply.text, 0)
         return 0
+
+    def dispatch(self, event: Any) -> None:
+        """Send an event to the views; in a REPL the answer streams to stdout as it comes."""
+        if self.interactive:
+            from agi.messages import AssistantText, TextDelta
+
+            if isinstance(event, TextDelta):
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+                return
+            if isinstance(event, AssistantText):
+                sys.stdout.write("\n")
+                return
+        self.view.handle(event)
+        self.emit_event(event)
+
+    def start_turn_clock(self) -> None:
+        """In a REPL, --timeout limits each turn."""
+        if self.settings.timeout:
+            self.started = time.monotonic()
+            self.deadline = self.started + self.settings.timeout
+            if self.agent is not None:
+                self.agent.transport.deadline = self.deadline
+                self.agent.toolbox.ctx.deadline = self.deadline
+
+    def cancel_tools(self) -> None:
+        if "agi.tools.shell" in sys.modules:
+            from agi.tools.shell import kill_running
+
+            kill_running()
 
     def emit_event(self, event: Any) -> None:
         if self.output == "jsonl":

@@ -12,6 +12,7 @@ import json
 import os
 import secrets as _secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,15 +94,18 @@ class Session:
                         raise TimeLimit(timeout or 0) from None
                     time.sleep(0.02)
         self._lock_fd = fd
-        self.load()
+        self.load(repair=True)
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing releases the flock
             self._lock_fd = None
 
-    def load(self) -> None:
-        """Read meta.json and messages.jsonl; unparsable (torn) lines are skipped with a warning."""
+    def load(self, repair: bool = False) -> None:
+        """Read meta.json and messages.jsonl; unparsable (torn) lines are skipped with a warning.
+
+        With `repair` (only under the lock), a torn last line is ended so the next one stands alone.
+        """
         try:
             self.meta = json.loads(self.meta_file.read_text())
         except (FileNotFoundError, ValueError):
@@ -122,8 +126,8 @@ class Session:
                 self.warnings.append(f"{self.messages_file}: skipped a damaged line {number}")
                 continue
             self.messages.append(message)
-        if raw and not raw.endswith(b"\n"):
-            append_line(self.messages_file, "\n")  # end the torn line so the next one stands alone
+        if repair and raw and not raw.endswith(b"\n"):
+            append_line(self.messages_file, "\n")
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
@@ -190,15 +194,47 @@ class SessionIndex:
         )
 
     def latest(self) -> Path | None:
+        return next(iter_sessions(self.home), None)
+
+
+def session_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+
+
+def iter_sessions(home: Path) -> Iterator[Path]:
+    """Sessions in the index that still exist, most recently used first, each once."""
+    try:
+        lines = (home / "index.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return
+    seen: set[str] = set()
+    for line in reversed(lines):
         try:
-            lines = self.file.read_text().splitlines()
-        except FileNotFoundError:
-            return None
-        for line in reversed(lines):
-            try:
-                path = Path(json.loads(line)["path"])
-            except (ValueError, KeyError, TypeError):
-                continue
-            if (path / "meta.json").exists():
-                return path
-        return None
+            path = json.loads(line)["path"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if path not in seen:
+            seen.add(path)
+            if (Path(path) / "meta.json").exists():
+                yield Path(path)
+
+
+def fork(source: Path, target: Path) -> None:
+    """Copy a session into a new directory; the source is only read."""
+    import shutil
+
+    source = source.expanduser()
+    if not (source / "meta.json").exists():
+        raise UsageError(f"cannot fork {source}: not an agi session (no meta.json)")
+    if target.exists() and any(target.iterdir()):
+        raise UsageError(f"cannot fork into {target}: it exists and is not empty")
+    make_private_dir(target)
+    for name in ("messages.jsonl", "trace.jsonl"):
+        if (source / name).exists():
+            shutil.copyfile(source / name, target / name)
+            os.chmod(target / name, 0o600)
+    meta = json.loads((source / "meta.json").read_text())
+    meta.update(id=target.name, forked_from=str(source.resolve()))
+    fd = os.open(target / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")

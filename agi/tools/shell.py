@@ -42,13 +42,20 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def kill_all() -> None:
-    """End every command and background job of this run (at exit): no process is left behind."""
+def kill_running() -> None:
+    """End the commands still running (a cancelled turn); background jobs stay."""
     with _running_lock:
-        procs, groups = list(_running), list(_groups)
-        _groups.clear()
+        procs = list(_running)
     for proc in procs:
         kill_group(proc)
+
+
+def kill_all() -> None:
+    """End every command and background job of this run (at exit): no process is left behind."""
+    kill_running()
+    with _running_lock:
+        groups = list(_groups)
+        _groups.clear()
     alive = []
     for pgid in groups:
         try:

@@ -1,0 +1,115 @@
+"""`agi --repl`: an interactive loop over one session; a turn stores what a one-shot run would."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from agi.errors import AgiError, Interrupted, UsageError
+
+HELP = """\
+Type a prompt and press Enter. End a line with \\ to continue it, or put \"\"\" alone on a line
+to start and end a multi-line block. Ctrl-C cancels the answer being written; Ctrl-D leaves.
+  /session        show the session directory
+  /sys FILE ...   use these system prompt files from now on ('default' is the built-in one)
+  /help           this text"""
+
+
+def read_prompt(interactive: bool) -> str:
+    """One prompt: a line, continued lines ending in a backslash, or a \"\"\" block."""
+    more = "… " if interactive else ""
+    line = input("› " if interactive else "")
+    if line.strip() == '"""':
+        lines = []
+        while (line := input(more)).strip() != '"""':
+            lines.append(line)
+        return "\n".join(lines)
+    lines = []
+    while line.endswith("\\"):
+        lines.append(line[:-1])
+        line = input(more)
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def enable_history(home: Path) -> None:
+    try:
+        import readline
+    except ImportError:  # line editing is a convenience, not a requirement
+        return
+    history = home / "history"
+    try:
+        readline.read_history_file(history)
+    except OSError:
+        pass
+    readline.set_history_length(1000)
+    import atexit
+
+    def save() -> None:
+        try:
+            home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            readline.write_history_file(history)
+        except OSError:
+            pass
+
+    atexit.register(save)
+
+
+def command(run: Any, line: str) -> None:
+    from agi.run import system_prompt
+
+    name, _, rest = line.partition(" ")
+    if name == "/session":
+        print(run.session.path, file=sys.stderr)
+    elif name == "/sys":
+        files = rest.split()
+        if not files:
+            raise UsageError("/sys needs one or more files")
+        run.settings.system = system_prompt(files)
+        if run.agent is not None:
+            run.agent.system_prompt = run.settings.system
+        print(f"system prompt: {', '.join(files)}", file=sys.stderr)
+    elif name == "/help":
+        print(HELP, file=sys.stderr)
+    else:
+        raise UsageError(f"unknown command {name} (try /help)")
+
+
+def repl(run: Any, path: Path | None, cont: bool) -> int:
+    """Loop until Ctrl-D; a failed or cancelled turn returns to the prompt."""
+    run.open_session(path, cont)
+    interactive = sys.stdin.isatty()
+    if interactive:
+        enable_history(run.settings.home)
+        print(
+            f"agi — session {run.session.path} — /help for help, Ctrl-D to leave", file=sys.stderr
+        )
+    while True:
+        try:
+            line = read_prompt(interactive)
+        except EOFError:
+            if interactive:
+                print(file=sys.stderr)
+            return 0
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            continue
+        if not line.strip():
+            continue
+        try:
+            if line.startswith("/"):
+                command(run, line.strip())
+                continue
+            run.start_turn_clock()
+            run.turn(line)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        except KeyboardInterrupt:
+            run.cancel_tools()
+            print("\n(cancelled)", file=sys.stderr)
+        except Interrupted:
+            raise
+        except AgiError as e:
+            run.cancel_tools()
+            print(f"\nagi: {e}", file=sys.stderr)

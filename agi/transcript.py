@@ -1,0 +1,99 @@
+"""Reading sessions for people: `--list-sessions` and `--show` (a transcript with timings)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agi.errors import UsageError
+from agi.session import Session, iter_sessions, session_size
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield record
+
+
+def human_size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def list_sessions(home: Path) -> str:
+    """One line per session, newest first: path, first prompt, model, messages, size."""
+    rows = []
+    for path in iter_sessions(home):
+        try:
+            meta = json.loads((path / "meta.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        prompt = " ".join(str(meta.get("first_prompt", "")).split())
+        prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
+        rows.append(
+            f"{path}\t{meta.get('updated', '?')}\t{meta.get('model', '?')}\t"
+            f"{meta.get('messages', '?')} messages\t{human_size(session_size(path))}\t{prompt}"
+        )
+    return "\n".join(rows)
+
+
+def show(path: Path) -> str:
+    """A readable transcript from messages.jsonl, with timings from trace.jsonl."""
+    if not (path / "meta.json").exists():
+        raise UsageError(f"{path} is not an agi session (no meta.json)")
+    session = Session(path)
+    session.load()
+    meta = session.meta
+    tool_times = {
+        t.get("id"): t.get("seconds")
+        for t in _jsonl(path / "trace.jsonl")
+        if t.get("type") == "tool"
+    }
+    model_times = [
+        t.get("seconds")
+        for t in _jsonl(path / "trace.jsonl")
+        if t.get("type") == "response" and not t.get("error") and not t.get("ghost")
+    ]
+    out = [
+        f"session {path}  ·  model {meta.get('model', '?')}  ·  {len(session.messages)} messages"
+    ]
+    replies = iter(model_times)
+    for m in session.messages:
+        role = m.get("role")
+        if role == "user":
+            out += ["", "▶ user", _indent(str(m.get("content", "")))]
+        elif role == "assistant":
+            took = next(replies, None)
+            out += ["", "◀ assistant" + (f"  ({took:.2f}s)" if isinstance(took, float) else "")]
+            for field in ("reasoning_content", "reasoning"):
+                if m.get(field):
+                    out.append(_indent("✻ " + str(m[field]).strip()))
+            if m.get("content"):
+                out.append(_indent(str(m["content"])))
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                out.append(_indent(f"⏺ {fn.get('name')}({fn.get('arguments', '')})"))
+        elif role == "tool":
+            took = tool_times.get(m.get("tool_call_id"))
+            timing = f" ({took:.2f}s)" if isinstance(took, float) else ""
+            out.append(_indent(f"⎿{timing} " + str(m.get("content", ""))))
+    for warning in session.warnings:
+        out.append(f"(warning: {warning})")
+    return "\n".join(out)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines()) or "  "
