@@ -10,6 +10,7 @@
     ├── SchemaFailed              5   no valid JSON under --schema
     ├── HookStopped               6   a hook stopped the run
     └── Interrupted             130   SIGINT (143 for SIGTERM)
+        └── Cancelled           130   the exchange was cancelled (Neovim's :AgiCancel, shutdown)
 
 Only `agi.cli` turns these into messages and exit codes.
 """
@@ -66,3 +67,9 @@ class Interrupted(AgiError):
 
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
         self.exit_code = 128 + signum
+
+
+class Cancelled(Interrupted):
+    def __init__(self) -> None:
+        AgiError.__init__(self, "cancelled")
+        self.exit_code = 130

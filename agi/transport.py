@@ -5,12 +5,15 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import socket
+import threading
 import time
+import weakref
 from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from agi import __version__
-from agi.errors import ProviderError, TimeLimit
+from agi.errors import Cancelled, ProviderError, TimeLimit
 from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
 from agi.stream import StreamAssembler, iter_sse, provider_error
 
@@ -77,6 +80,8 @@ class Transport:
         self.deadline = deadline  # time.monotonic() value, or None
         self.timeout = timeout  # the --timeout it came from, for messages
         self._client: httpx.Client | None = None
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self.cancelled = threading.Event()
 
     @property
     def client(self) -> httpx.Client:
@@ -89,6 +94,30 @@ class Transport:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+    def cancel(self) -> None:
+        """From any thread: end the exchange in progress at once and send no more requests.
+
+        Shutting the socket down wakes a read that is waiting on a silent server.
+        """
+        self.cancelled.set()
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _watch_connection(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace extension: remember each socket, so cancel() can shut it down."""
+        if event.endswith("connect_tcp.complete") or event.endswith("start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                self._sockets.add(sock)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -181,7 +210,8 @@ class Transport:
             raise ProviderError(
                 f"{error} (no time left to retry within --timeout)", error.status
             ) from error
-        time.sleep(wait)
+        if self.cancelled.wait(wait):
+            raise Cancelled()
 
     @property
     def url(self) -> str:
@@ -209,9 +239,15 @@ class Transport:
         import httpx
 
         self._check_deadline()
+        self._check_cancelled()
         try:
             with self.client.stream(
-                "POST", self.url, json=body, headers=self._headers(), timeout=self._timeouts()
+                "POST",
+                self.url,
+                json=body,
+                headers=self._headers(),
+                timeout=self._timeouts(),
+                extensions={"trace": self._watch_connection},
             ) as resp:
                 if resp.status_code >= 400:
                     raise self._http_error(resp)
@@ -224,12 +260,14 @@ class Transport:
                 yield from asm.flush()
                 return asm.finish()
         except httpx.TimeoutException as e:
+            self._check_cancelled()
             self._check_deadline()
             what = "no answer" if not asm.chunks else "the stream stalled"
             raise ProviderError(
                 f"{what} from {self.config.base_url} ({type(e).__name__})", retryable=True
             ) from e
         except httpx.HTTPError as e:
+            self._check_cancelled()
             raise ProviderError(
                 f"cannot reach {self.config.base_url}: {e or type(e).__name__}", retryable=True
             ) from e
@@ -239,6 +277,7 @@ class Transport:
             if data.strip() == "[DONE]":
                 return
             yield from asm.feed(self._json(data), event)
+        self._check_cancelled()  # a cancel shuts the socket: the stream ends here
         if asm.finish_reason is None:  # [DONE] may be missing, but not both
             raise ProviderError(
                 "the stream ended early (the connection closed before a finish_reason or [DONE])",
@@ -249,6 +288,7 @@ class Transport:
         """Response lines, checking the deadline and the idle limit even across keep-alives."""
         last_data = time.monotonic()
         for line in sse_lines(resp.iter_bytes()):
+            self._check_cancelled()
             self._check_deadline()
             now = time.monotonic()
             if line.startswith(":"):

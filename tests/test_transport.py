@@ -137,3 +137,37 @@ def test_unicode_line_separators_inside_json_do_not_split_lines():
     with FakeModel(raw(data)) as server:
         _, reply, error = collect(server)
     assert error is None and reply.text == "a\u2028b\u0085c"
+
+
+def test_cancel_from_another_thread_ends_a_silent_exchange_at_once():
+    import threading
+    import time
+
+    from agi.errors import Cancelled
+    from fakeserver import hang
+
+    with FakeModel(hang()) as server:
+        transport = Transport(ModelConfig("test", "m", server.url))
+        threading.Timer(0.5, transport.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            list(transport.stream([{"role": "user", "content": "hi"}], []))
+        assert time.monotonic() - started < 2
+        assert len(server.requests) == 1  # no retry after a cancel
+
+
+def test_cancel_mid_stream():
+    import threading
+    import time
+
+    from agi.errors import Cancelled
+    from fakeserver import text
+
+    with FakeModel(text("x" * 100, delay=0.3, pieces=50)) as server:
+        transport = Transport(ModelConfig("test", "m", server.url))
+        threading.Timer(0.8, transport.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            list(transport.stream([{"role": "user", "content": "hi"}], []))
+        assert time.monotonic() - started < 1.5
+        assert len(server.requests) == 1
