@@ -275,6 +275,10 @@ class Run:
             from agi.tools.shell import kill_all
 
             kill_all()
+        if "agi.tools.terminal" in sys.modules:
+            from agi.tools.terminal import close_all
+
+            close_all()
         if self.transport is not None:
             self.transport.close()
         if self.session is not None:

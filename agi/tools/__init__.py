@@ -55,8 +55,9 @@ def require(input: dict[str, Any], key: str, kind: type = str) -> Any:
 def builtin_tools() -> list[Tool]:
     from agi.tools.files import Edit, Read, TempDir, Write
     from agi.tools.shell import Bash
+    from agi.tools.terminal import Terminal
 
-    return [Bash(), Read(), Write(), Edit(), TempDir()]
+    return [Bash(), Read(), Write(), Edit(), TempDir(), Terminal()]
 
 
 @dataclass

@@ -1,0 +1,495 @@
+"""Claude Code-compatible hooks: load settings files, run matching commands, merge their verdicts.
+
+Settings: `{"hooks": {EVENT: [{"matcher": M, "hooks": [{"type": "command", "command": CMD,
+"timeout": SECONDS}]}]}}`. Each command runs with `sh -c` in the project directory, the event JSON
+on stdin; all matching hooks of an event run in parallel and identical commands run once.
+Exit 0: stdout is JSON to honour, or plain text that becomes context for UserPromptSubmit and
+SessionStart (ignored elsewhere). Exit 2: a block, stderr the reason. Other exits, timeouts and
+commands that cannot start are warnings; the run goes on. `Outcome` holds the merged verdict;
+what it means at each event (what the loop must do) is on the class.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agi.errors import ConfigError
+
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+EVENTS = (*TOOL_EVENTS, "UserPromptSubmit", "Stop", "SubagentStop", "SessionStart", "SessionEnd")
+# The payload field a matcher is compared with; other events ignore matchers (Claude Code).
+MATCH_FIELD = dict.fromkeys(TOOL_EVENTS, "tool_name")
+MATCH_FIELD.update(SessionStart="source", SessionEnd="reason", SubagentStop="agent_type")
+BLOCKING = frozenset(EVENTS[:6])  # exit 2 / decision "block" mean something here only
+PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
+DEFAULT_TIMEOUT = 60.0
+CONTEXT_LIMIT = 10_000  # characters of one hook's context, as Claude Code caps hook output
+SIMPLE = re.compile(r"[A-Za-z0-9_| -]+")  # Claude Code compares such matchers as exact names
+SHELL_NOISE = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
+PIPE = subprocess.PIPE
+POPEN: Any = dict(stdin=PIPE, stdout=PIPE, stderr=PIPE, encoding="utf-8", errors="replace")
+POPEN["process_group"] = 0  # its own group: a timeout or an interrupt kills its children too
+
+
+class HookSettingsError(ConfigError):
+    """A hooks settings file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """Which invocations a group applies to: a Claude Code matcher plus agi's argument regexes."""
+
+    names: frozenset[str] | None = None  # exact names (`Bash`, `Edit|Write`)
+    pattern: re.Pattern[str] | None = None  # anything else: searched, unanchored, like RegExp.test
+    inputs: tuple[tuple[str, re.Pattern[str]], ...] = ()  # agi: argument name -> regex searched
+
+    def matches(self, query: str | None, tool_input: Any) -> bool:
+        """True when the name (if the event has one) and every argument regex match."""
+        if query is not None and self.names is not None and query not in self.names:
+            return False
+        if query is not None and self.pattern is not None and not self.pattern.search(query):
+            return False
+        args = tool_input if isinstance(tool_input, dict) else {}
+        return all(k in args and regex.search(_as_text(args[k])) for k, regex in self.inputs)
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One command of a settings file, with the matcher of its group."""
+
+    command: str
+    timeout: float
+    matcher: Matcher
+    source: str
+
+
+@dataclass
+class Outcome:
+    """The merged verdict of one event's hooks. What the loop does with it, per event:
+
+    PreToolUse: `blocked` (permission "deny") -> do not run; the model gets `reason` as the
+    result. "ask" -> `resolve_ask(reason, interactive)`; no -> a denial. Otherwise run with
+    `updated_input` if set. `context` goes to the model with the result.
+    PostToolUse / PostToolUseFailure: `blocked` -> the model gets `reason` as hook feedback after
+    the result; `context` too.
+    UserPromptSubmit: `blocked` -> the prompt is not stored or sent; show `reason`; exit 6.
+    `context` is stored with the user's message as a marked context block.
+    Stop / SubagentStop: `blocked` -> the agent continues with `reason` as a user message
+    (the next Stop payload has `stop_hook_active: true`).
+    SessionStart: `context` is stored as context; `env` is merged into later Bash calls.
+    SessionEnd: nothing to decide.
+    Every event: `stop` (continue: false, winning over any block) -> end the run, show
+    `stop_reason`, exit 6; print `messages` to stderr; write `runs` to the trace.
+    """
+
+    blocked: bool = False
+    reason: str = ""  # the block reason, or for "ask" the question's explanation
+    permission: str | None = None  # PreToolUse: allow | deny | ask | None (no decision)
+    updated_input: dict[str, Any] | None = None
+    context: list[str] = field(default_factory=list)
+    stop: bool = False
+    stop_reason: str = ""
+    messages: list[str] = field(default_factory=list)  # for the user's stderr, one line each
+    env: dict[str, str] = field(default_factory=dict)  # SessionStart: CLAUDE_ENV_FILE exports
+    runs: list[dict[str, Any]] = field(default_factory=list)  # one trace record per hook run
+
+
+class Hooks:
+    """The hooks of all settings files given, by event, in file order."""
+
+    def __init__(
+        self, hooks: dict[str, list[Hook]], project_dir: Path, warnings: list[str] | None = None
+    ):
+        self.hooks, self.project_dir = hooks, project_dir
+        self.warnings = warnings or []  # load-time notes (events or types agi does not run)
+
+    def __bool__(self) -> bool:
+        return any(self.hooks.values())
+
+    def has(self, event: str) -> bool:
+        """Whether any hook is configured for the event (to skip building payloads)."""
+        return bool(self.hooks.get(event))
+
+    def matching(self, event: str, payload: dict[str, Any]) -> list[Hook]:
+        """The hooks the payload selects, identical commands once, in settings order."""
+        key = MATCH_FIELD.get(event)
+        query = payload.get(key) if key else None
+        query = query if isinstance(query, str) else None  # no name: matchers do not apply
+        seen: set[str] = set()
+        found = []
+        for hook in self.hooks.get(event, []):
+            if hook.command not in seen and hook.matcher.matches(query, payload.get("tool_input")):
+                seen.add(hook.command)
+                found.append(hook)
+        return found
+
+    def run(
+        self, event: str, payload: dict[str, Any], *, env: dict[str, str] | None = None
+    ) -> Outcome:
+        """Run the event's matching hooks in parallel on the payload; `env` adds variables."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown hook event {event!r}")
+        hooks = self.matching(event, payload)
+        if not hooks:
+            return Outcome()
+        payload = {**payload, "hook_event_name": event}
+        project = str(self.project_dir)
+        extra = {"CLAUDE_PROJECT_DIR": project, "AGI_PROJECT_DIR": project, **(env or {})}
+        own_file = None
+        if event == "SessionStart" and "CLAUDE_ENV_FILE" not in extra:
+            fd, own_file = tempfile.mkstemp(prefix="agi-env-", suffix=".sh")
+            os.close(fd)
+            extra["CLAUDE_ENV_FILE"] = own_file
+        try:
+            runs = _run_all(hooks, event, payload, {**os.environ, **extra}, project)
+            outcome = _merge(event, hooks, runs)
+            if event == "SessionStart":
+                try:
+                    outcome.env = read_env_file(extra["CLAUDE_ENV_FILE"])
+                except ValueError as e:
+                    outcome.messages.append(str(e))
+        finally:
+            if own_file:
+                Path(own_file).unlink(missing_ok=True)
+        return outcome
+
+
+def load_hooks(paths: list[Path], project_dir: Path | None = None) -> Hooks:
+    """Merge several settings files (in order); a missing or malformed file is an error."""
+    hooks: dict[str, list[Hook]] = {}
+    warnings: list[str] = []
+    for path in paths:
+        for event, hook in _read_settings(Path(path), warnings):
+            hooks.setdefault(event, []).append(hook)
+    return Hooks(hooks, Path(project_dir or os.getcwd()), warnings)
+
+
+def _read_settings(path: Path, warnings: list[str]) -> list[tuple[str, Hook]]:
+    """Validate one settings file and return its (event, hook) pairs."""
+
+    def bad(problem: str) -> HookSettingsError:
+        return HookSettingsError(f"hooks file {path}: {problem}")
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise bad(e.strerror or str(e)) from e
+    except UnicodeDecodeError as e:
+        raise bad("not UTF-8 text") from e
+    except json.JSONDecodeError as e:
+        raise bad(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if not isinstance(data, dict):
+        raise bad("the top level must be a JSON object")
+    events = data.get("hooks", {})
+    if not isinstance(events, dict):
+        raise bad('"hooks" must be an object mapping event names to lists')
+    found = []
+    for event, groups in events.items():
+        if not isinstance(groups, list):
+            raise bad(f"hooks.{event} must be a list")
+        if event not in EVENTS:
+            warnings.append(f"hooks file {path}: agi has no {event!r} event; its hooks never run")
+            continue
+        for i, group in enumerate(groups):
+            at = f"hooks.{event}[{i}]"
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                raise bad(f'{at} must be an object with a "hooks" list')
+            matcher = _matcher(group.get("matcher"), event, f"{at}.matcher", bad)
+            for j, entry in enumerate(group["hooks"]):
+                if hook := _command(entry, matcher, f"{at}.hooks[{j}]", str(path), warnings):
+                    found.append((event, hook))
+    return found
+
+
+def _command(entry: Any, matcher: Matcher, where: str, path: str, notes: list[str]) -> Hook | None:
+    """One entry of a group's "hooks" list; types other than "command" are skipped with a note."""
+    problem = f"hooks file {path}: {where}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+        raise HookSettingsError(f'{problem} must be an object with "type": "command"')
+    if entry["type"] != "command":
+        notes.append(f"{problem}: agi runs only command hooks; skipped")
+        return None
+    command, timeout = entry.get("command"), entry.get("timeout", DEFAULT_TIMEOUT)
+    if not isinstance(command, str) or not command.strip():
+        raise HookSettingsError(f"{problem}.command must be a non-empty string")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise HookSettingsError(f"{problem}.timeout must be a positive number of seconds")
+    return Hook(command, float(timeout), matcher, path)
+
+
+def _matcher(spec: Any, event: str, at: str, bad: Any) -> Matcher:
+    """Parse a string matcher, or agi's object matcher {"tool": M, "input": {ARG: REGEX}}."""
+    if not isinstance(spec, dict):
+        return _name_matcher(spec, at, bad)
+    if event not in TOOL_EVENTS:
+        raise bad(f"{at}: object matchers apply to tool events only")
+    if set(spec) - {"tool", "input"}:
+        raise bad(f'{at}: an object matcher has only "tool" and "input"')
+    inputs = spec.get("input", {})
+    if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+        raise bad(f"{at}.input must map argument names to regex strings")
+    base = _name_matcher(spec.get("tool"), f"{at}.tool", bad)
+    regexes = tuple((k, _compile(v, f"{at}.input.{k}", bad)) for k, v in inputs.items())
+    return Matcher(base.names, base.pattern, regexes)
+
+
+def _name_matcher(spec: Any, at: str, bad: Any) -> Matcher:
+    """Empty or `*`: everything; letters, digits, `_`, `-` and `|`: exact names; else a regex."""
+    if spec is None or (isinstance(spec, str) and spec.strip() in ("", "*")):
+        return Matcher()
+    if not isinstance(spec, str):
+        raise bad(f"{at} must be a string or an object")
+    if SIMPLE.fullmatch(spec):
+        return Matcher(names=frozenset(p.strip() for p in spec.split("|")))
+    return Matcher(pattern=_compile(spec, at, bad))
+
+
+def _compile(pattern: str, at: str, bad: Any) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise bad(f"{at}: invalid regex {pattern!r}: {e}") from e
+
+
+def _run_all(
+    hooks: list[Hook], event: str, payload: dict[str, Any], env: dict[str, str], cwd: str
+) -> list[dict[str, Any]]:
+    """Run the hooks in parallel threads; an interrupt kills every hook's process group."""
+    stdin = json.dumps(payload)
+    procs: list[subprocess.Popen[str]] = []
+    lock = threading.Lock()
+
+    def one(hook: Hook) -> dict[str, Any]:
+        record: dict[str, Any] = dict(type="hook", event=event, command=hook.command)
+        record.update(source=hook.source, input=payload, stdout="", stderr="", exit_code=None)
+        record["timed_out"] = False
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(["sh", "-c", hook.command], cwd=cwd, env=env, **POPEN)
+        except OSError as e:
+            return record | {"stderr": f"cannot start: {e}", "seconds": 0.0}
+        with lock:
+            procs.append(proc)
+        try:
+            out, err = proc.communicate(stdin, timeout=hook.timeout)
+        except subprocess.TimeoutExpired:
+            record["timed_out"] = True
+            _kill(proc)
+            try:
+                out, err = proc.communicate(timeout=2)
+            except subprocess.TimeoutExpired:  # a process that left the group holds the pipes
+                out, err = "", ""
+                for pipe in filter(None, (proc.stdout, proc.stderr)):
+                    pipe.close()
+                proc.wait()
+        seconds = round(time.monotonic() - start, 3)
+        return record | dict(
+            stdout=out or "", stderr=err or "", exit_code=proc.returncode, seconds=seconds
+        )
+
+    with ThreadPoolExecutor(max_workers=len(hooks)) as pool:
+        futures = [pool.submit(one, hook) for hook in hooks]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            with lock:
+                for proc in procs:
+                    _kill(proc)
+            raise
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class _Tally:
+    """What the runs said, before the rules combine it."""
+
+    reasons: list[str] = field(default_factory=list)  # blocks and denials
+    asks: list[str] = field(default_factory=list)
+    decisions: set[str] = field(default_factory=set)  # PreToolUse permissions given
+    updates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def _merge(event: str, hooks: list[Hook], runs: list[dict[str, Any]]) -> Outcome:
+    """Combine the runs: deny > ask > allow, any block wins, contexts and messages add up."""
+    out, tally = Outcome(runs=runs), _Tally()
+    for hook, run in zip(hooks, runs, strict=True):
+        name = f"`{_short(hook.command)}`"
+        code, stderr, stdout = run["exit_code"], run["stderr"].strip(), run["stdout"].strip()
+        if run["timed_out"]:
+            out.messages.append(f"{event} hook {name} timed out after {hook.timeout:g} s; ignored")
+        elif code is None:
+            out.messages.append(f"{event} hook {name} {_first_line(stderr)}; ignored")
+        elif code == 2 and event in BLOCKING:
+            tally.reasons.append(stderr or f"blocked by hook {name}")
+            tally.decisions.add("deny")
+        elif code == 2:  # Session* events cannot block: stderr is for the user only
+            out.messages.append(f"{event} hook {name}: {_first_line(stderr)}")
+        elif code != 0:
+            tail = f": {_first_line(stderr)}" if stderr else ""
+            out.messages.append(f"{event} hook {name} failed with exit code {code}{tail}; ignored")
+        elif (data := _json_object(stdout)) is not None:
+            run["suppress_output"] = data.get("suppressOutput") is True
+            _apply(event, name, data, out, tally)
+        elif event in PLAIN_CONTEXT and stdout:
+            out.context.append(_cap(stdout))
+    if event == "PreToolUse":
+        out.permission = next((p for p in ("deny", "ask", "allow") if p in tally.decisions), None)
+    updates = {json.dumps(u, sort_keys=True) for _, u in tally.updates}
+    if tally.reasons:
+        out.blocked, out.reason = True, "\n".join(tally.reasons)
+    elif len(updates) > 1:
+        # Hooks rewrote the input differently: running one rewrite would silently drop the
+        # other's, so the call is refused (fail closed) and the user is told why.
+        names = ", ".join(n for n, _ in tally.updates)
+        out.blocked, out.permission = True, "deny"
+        out.reason = f"hooks {names} returned different updatedInput; the call was not run"
+        out.messages.append(out.reason)
+    elif updates:
+        out.updated_input = tally.updates[0][1]
+    if not out.blocked and out.permission == "ask":
+        out.reason = "\n".join(tally.asks)
+    return out
+
+
+def _apply(event: str, name: str, data: dict[str, Any], out: Outcome, tally: _Tally) -> None:
+    """Take in one hook's JSON answer (exit 0)."""
+    if data.get("continue") is False:
+        out.stop = True
+        out.stop_reason = "\n".join(filter(None, [out.stop_reason, _text(data.get("stopReason"))]))
+    if _text(data.get("systemMessage")):
+        out.messages.append(data["systemMessage"])
+    specific = data.get("hookSpecificOutput")
+    if not isinstance(specific, dict):
+        specific = {}
+    elif specific.get("hookEventName", event) != event:
+        out.messages.append(f"{event} hook {name} answered for {specific['hookEventName']}")
+        specific = {}
+    reason, decision = _text(data.get("reason")), data.get("decision")
+    if event == "PreToolUse":
+        # the deprecated top-level decision, still honoured: approve = allow, block = deny
+        legacy = {"approve": "allow", "block": "deny"}.get(_text(decision))
+        permission = specific.get("permissionDecision") or legacy
+        why = _text(specific.get("permissionDecisionReason")) or reason
+        if permission in ("allow", "deny", "ask"):
+            tally.decisions.add(permission)
+            if permission == "deny":
+                tally.reasons.append(why or f"denied by hook {name}")
+            elif permission == "ask" and why:
+                tally.asks.append(why)
+        elif permission not in (None, "defer"):
+            out.messages.append(f"{event} hook {name}: bad permissionDecision {permission!r}")
+        new_input = specific.get("updatedInput")
+        if isinstance(new_input, dict) and permission != "deny":
+            tally.updates.append((name, new_input))
+        elif new_input is not None and not isinstance(new_input, dict):
+            out.messages.append(f"{event} hook {name}: updatedInput is not an object; ignored")
+    elif decision == "block" and event in BLOCKING:
+        tally.reasons.append(reason or f"blocked by hook {name}")
+    if _text(specific.get("additionalContext")):
+        out.context.append(_cap(specific["additionalContext"]))
+
+
+def _json_object(stdout: str) -> dict[str, Any] | None:
+    """stdout as a JSON object, or None when it is plain text (Claude Code's rule)."""
+    try:
+        data = json.loads(stdout) if stdout.startswith("{") else None
+    except ValueError:
+        data = None
+    return data if isinstance(data, dict) else None
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _cap(text: str, limit: int = CONTEXT_LIMIT, more: str = "\n[hook output truncated]") -> str:
+    return text if len(text) <= limit else text[:limit] + more
+
+
+def _short(command: str) -> str:
+    return _cap(" ".join(command.split()), 60, "...")
+
+
+def _first_line(text: str) -> str:
+    return _cap(text.strip().splitlines()[0], 200, "...") if text.strip() else "(no output)"
+
+
+def base_payload(
+    session_id: str,
+    transcript_path: str | Path,
+    cwd: str | Path,
+    event: str,
+    permission_mode: str = "default",
+) -> dict[str, Any]:
+    """The fields every event's stdin JSON starts with (Session* events carry no mode)."""
+    payload: dict[str, Any] = dict(session_id=session_id, transcript_path=str(transcript_path))
+    payload.update(cwd=str(cwd), hook_event_name=event)
+    if event not in ("SessionStart", "SessionEnd"):
+        payload["permission_mode"] = permission_mode
+    return payload
+
+
+def read_env_file(path: str | Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables a CLAUDE_ENV_FILE sets or changes, found by sourcing it with sh like Claude
+    Code does (so `export PATH="$HOME/bin:$PATH"` expands); ValueError if it cannot be sourced."""
+    base = dict(os.environ if base is None else base)
+    try:
+        if not Path(path).read_text(encoding="utf-8", errors="replace").strip():
+            return {}
+    except OSError:
+        return {}
+    # Python would add LC_CTYPE to a C-locale environment (PEP 538) unless told not to.
+    dump = (
+        "import json, os; e = dict(os.environ); e.pop('PYTHONCOERCECLOCALE'); print(json.dumps(e))"
+    )
+    script = 'set -a; . "$1" >&2 || exit 1; PYTHONCOERCECLOCALE=0 exec "$2" -c "$3"'
+    try:
+        done = subprocess.run(
+            ["sh", "-c", script, "sh", str(path), sys.executable, dump],
+            env=base,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        after = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        after = None
+    if not isinstance(after, dict):
+        raise ValueError(f"CLAUDE_ENV_FILE {path} could not be sourced; its exports are ignored")
+    return {k: v for k, v in after.items() if base.get(k) != v and k not in SHELL_NOISE}
+
+
+def resolve_ask(prompt: str, interactive: bool) -> bool:
+    """Put a hook's `ask` to the person at the terminal (y/N on /dev/tty); nobody there is a no."""
+    if not interactive:
+        return False
+    try:
+        with open("/dev/tty", "rb+", buffering=0) as tty:  # a terminal is not seekable: raw
+            tty.write(f"{prompt} [y/N] ".encode())
+            answer = tty.readline().decode(errors="replace")
+    except OSError:
+        return False
+    return answer.strip().lower() in ("y", "yes")

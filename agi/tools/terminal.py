@@ -1,0 +1,451 @@
+"""The Terminal tool: long-running programs in pseudo-terminals, shown as a person sees them."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import selectors
+import signal
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from agi.tools import ToolContext, ToolError, require
+
+DEFAULT_ROWS, DEFAULT_COLS = 24, 80
+DEFAULT_WAIT_MS = 1000
+START_WAIT_MS = 2000  # programs take a while to draw their first screen
+MAX_WAIT_MS = 30_000
+QUIET = 0.2  # seconds without output that count as "settled"
+SCROLLBACK = 500  # lines that scrolled off, kept until the next look
+MAX_TERMINALS = 16
+ALTERNATE_SCREEN = {47, 1047, 1049}  # private modes of full-screen programs (vi, less, top)
+DECCKM = 1 << 5  # pyte's key for private mode 1: the arrows send application sequences
+
+_terminals: dict[str, Program] = {}
+_lock = threading.Lock()
+_numbers = itertools.count(1)
+_classes: tuple[Any, Any] | None = None  # the pyte Screen and ByteStream subclasses, made on use
+
+
+def close_all() -> None:
+    """End every terminal of this run (at exit, on SIGINT, on errors): no process is left behind."""
+    with _lock:
+        programs = list(_terminals.values())
+        _terminals.clear()
+    end(programs)
+
+
+def session_groups(sid: int) -> set[int]:
+    """The process groups of session `sid` (interactive shells put each job in its own group)."""
+    groups: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc (macOS): the leader's group is all we know
+        return groups
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp session ...
+        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
+            groups.add(int(fields[2]))
+    return groups
+
+
+def end(programs: list[Program]) -> None:
+    """HUP, then TERM, then KILL every process of the programs' sessions; reap; stop the readers."""
+    for sig, grace in ((signal.SIGHUP, 0.3), (signal.SIGTERM, 0.3), (signal.SIGKILL, 2.0)):
+        alive = [p for p in programs if p.alive()]
+        if not alive:
+            break
+        for p in alive:
+            p.signal(sig)
+        deadline = time.monotonic() + grace
+        while any(p.alive() for p in alive) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    deadline = time.monotonic() + 0.5  # the readers drain the last output, then see the end
+    for p in programs:
+        p.thread.join(max(0.0, deadline - time.monotonic()))
+    for p in programs:  # a process that left the session may still hold the terminal open
+        p.stopping = True
+        p.thread.join(1)
+
+
+def pyte_classes() -> tuple[Any, Any]:
+    """A pyte screen that keeps the lines scrolling off its top and knows the alternate screen,
+    and a stream that survives sequences pyte cannot handle."""
+    global _classes
+    if _classes is None:
+        import pyte
+        from wcwidth import wcwidth
+
+        class Screen(pyte.Screen):  # type: ignore[misc]
+            def __init__(self, cols: int, rows: int, reply: Any):
+                super().__init__(cols, rows)
+                self.reply = reply
+                self.scrolled: deque[Any] = deque(maxlen=SCROLLBACK)
+                self.dropped = 0
+                self.saved: tuple[dict[int, Any], int, int] | None = None
+
+            def index(self) -> None:
+                top, bottom = self.margins or (0, self.lines - 1)
+                if self.cursor.y == bottom and top == 0 and self.saved is None:
+                    if len(self.scrolled) == SCROLLBACK:
+                        self.dropped += 1
+                    self.scrolled.append(self.buffer.get(0))
+                super().index()
+
+            def set_mode(self, *modes: int, **kwargs: Any) -> None:
+                if kwargs.get("private") and ALTERNATE_SCREEN & set(modes) and not self.saved:
+                    self.saved = (dict(self.buffer), self.cursor.x, self.cursor.y)
+                    self.buffer.clear()
+                super().set_mode(*modes, **kwargs)
+
+            def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+                if kwargs.get("private") and ALTERNATE_SCREEN & set(modes) and self.saved:
+                    buffer, self.cursor.x, self.cursor.y = self.saved
+                    self.saved = None
+                    self.buffer.clear()
+                    self.buffer.update(buffer)
+                    self.dirty.update(range(self.lines))
+                super().reset_mode(*modes, **kwargs)
+
+            def write_process_input(self, data: str) -> None:
+                self.reply(data.encode())  # answers to the program's queries (cursor position)
+
+            def text(self, line: Any) -> str:
+                chars, wide = [], False
+                for x in range(self.columns if line else 0):
+                    if not wide:  # not the stub after a double-width character
+                        chars.append(line[x].data)
+                    wide = not wide and wcwidth(line[x].data[:1] or " ") == 2
+                return "".join(chars).rstrip()
+
+        class Stream(pyte.ByteStream):  # type: ignore[misc]
+            def _send_to_parser(self, data: str) -> bool | None:
+                try:
+                    return super()._send_to_parser(data)  # type: ignore[no-any-return]
+                except Exception:  # e.g. CSI ? 4 m: pyte has reset its parser; skip the sequence
+                    return True
+
+        _classes = Screen, Stream
+    return _classes
+
+
+def spawn(command: str, cwd: str, rows: int, cols: int, env: dict[str, str]) -> tuple[int, int]:
+    """Fork `bash -c command` as the leader of a new session whose controlling terminal is a pty."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    winsize = struct.pack("HHHH", rows, cols, 0, 0)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: only what must happen before exec
+        try:
+            fcntl.ioctl(1, termios.TIOCSWINSZ, winsize)
+            os.chdir(cwd)
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):  # Python ignores these
+                signal.signal(sig, signal.SIG_DFL)
+            os.execvpe("bash", ["bash", "-c", command], env)
+        except BaseException as e:
+            os.write(2, f"agi: cannot start bash: {e}\r\n".encode())
+        os._exit(127)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, winsize)
+    os.set_blocking(fd, False)
+    return pid, fd
+
+
+class Program:
+    """One program in a pseudo-terminal; a reader thread feeds its output to a pyte screen."""
+
+    def __init__(self, id: str, command: str, cwd: str, rows: int, cols: int, env: dict[str, str]):
+        self.id, self.rows, self.cols = id, rows, cols
+        screen_class, stream_class = pyte_classes()
+        self.screen = screen_class(cols, rows, self.reply)
+        self.stream = stream_class(self.screen)
+        self.cond = threading.Condition()  # guards the screen and the times below
+        self.io_lock = threading.Lock()  # writers against the reader closing the fd
+        self.reap_lock = threading.Lock()  # one waitpid at a time: a second would lose the status
+        self.last_output = 0.0  # time.monotonic() of the latest output
+        self.seen = 0.0  # last_output when a screen was last returned
+        self.eof = False
+        self.stopping = False
+        self.status: int | None = None
+        self.pid, self.fd = spawn(command, cwd, rows, cols, env)
+        self.thread = threading.Thread(target=self.pump, name=f"terminal {id}", daemon=True)
+        self.thread.start()
+
+    def pump(self) -> None:
+        """Read output until every holder of the terminal is gone, so the program never blocks."""
+        sel = selectors.DefaultSelector()
+        sel.register(self.fd, selectors.EVENT_READ)
+        try:
+            while not self.stopping:
+                if not sel.select(timeout=0.1):
+                    continue
+                try:
+                    data = os.read(self.fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:  # EIO: the last process holding the terminal has ended
+                    break
+                if not data:
+                    break
+                with self.cond:
+                    try:
+                        self.stream.feed(data)
+                    except Exception:  # a pyte bug must not stop the reader and block the program
+                        pass
+                    self.last_output = time.monotonic()
+                    self.cond.notify_all()
+        finally:
+            sel.close()
+            with self.io_lock:
+                os.close(self.fd)
+                self.fd = -1
+            with self.cond:
+                self.eof = True
+                self.cond.notify_all()
+
+    def reply(self, data: bytes) -> None:
+        try:
+            os.write(self.fd, data)  # on the reader thread, which alone closes the fd
+        except OSError:
+            pass
+
+    def write(self, data: bytes, timeout: float) -> None:
+        deadline = time.monotonic() + max(timeout, 1.0)
+        with self.io_lock:
+            while data:
+                if self.fd < 0:
+                    raise ToolError(f"terminal {self.id} has ended ({self.state()}); close it")
+                try:
+                    data = data[os.write(self.fd, data) :]
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise ToolError(
+                            f"the program is not reading its input; {len(data)} bytes not sent"
+                        ) from None
+                    time.sleep(0.01)
+
+    def settle(self, wait: float) -> None:
+        """Wait until new output has come and gone quiet, the terminal ended, or `wait` passed."""
+        deadline = time.monotonic() + wait
+        with self.cond:
+            while not self.eof:
+                now = time.monotonic()
+                fresh = self.last_output > self.seen
+                if (fresh and now - self.last_output >= QUIET) or now >= deadline:
+                    break
+                timeout = deadline - now
+                if fresh:
+                    timeout = min(timeout, self.last_output + QUIET - now)
+                self.cond.wait(timeout)
+        if self.eof:  # the terminal closes a moment before the process becomes a zombie
+            until = time.monotonic() + 0.5
+            while self.poll() is None and time.monotonic() < until:
+                time.sleep(0.01)
+
+    def poll(self) -> int | None:
+        """The exit status (negative: killed by that signal), reaping the leader once it ends."""
+        with self.reap_lock:
+            if self.status is None:
+                try:
+                    pid, status = os.waitpid(self.pid, os.WNOHANG)
+                except ChildProcessError:  # reaped by someone else (SIGCHLD ignored)
+                    pid, status = self.pid, 0
+                if pid:
+                    self.status = os.waitstatus_to_exitcode(status)
+            return self.status
+
+    def alive(self) -> bool:
+        return self.poll() is None or bool(session_groups(self.pid))
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to every process group of the session; CONT wakes stopped jobs to take it."""
+        for pgid in session_groups(self.pid) | {self.pid}:
+            for s in (sig,) if sig == signal.SIGKILL else (sig, signal.SIGCONT):
+                try:
+                    os.killpg(pgid, s)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def state(self) -> str:
+        status = self.poll()
+        if status is None:
+            return "running"
+        if status < 0:
+            try:
+                return f"killed by {signal.Signals(-status).name}"
+            except ValueError:
+                return f"killed by signal {-status}"
+        return f"exited with status {status}"
+
+    def render(self, state: str | None = None) -> str:
+        """The screen as a person sees it, under a header, after the lines that scrolled off."""
+        with self.cond:
+            screen = self.screen
+            lines = [screen.text(screen.buffer.get(y)) for y in range(screen.lines)]
+            scrolled = [screen.text(line) for line in screen.scrolled]
+            dropped, screen.dropped = screen.dropped, 0
+            screen.scrolled.clear()
+            self.seen = self.last_output
+            row, col, hidden = screen.cursor.y + 1, screen.cursor.x + 1, screen.cursor.hidden
+        while lines and not lines[-1]:
+            lines.pop()
+        cursor = f"cursor at row {row} col {col}" + (" (hidden)" if hidden else "")
+        size = f"{self.rows}x{self.cols}"
+        parts = [f"[terminal {self.id}: {size}, {cursor}, {state or self.state()}]"]
+        if scrolled:
+            note = f", the {dropped} before them not kept" if dropped else ""
+            parts.append(f"[{len(scrolled)} lines scrolled off the top since the last look{note}:]")
+            parts += scrolled
+            parts.append("[screen:]")
+        parts += lines or ["[the screen is blank]"]
+        return "\n".join(parts)
+
+
+_NAMED = {
+    "enter": "\r", "cr": "\r", "return": "\r", "nl": "\n", "tab": "\t", "s-tab": "\x1b[Z",
+    "esc": "\x1b", "bs": "\x7f", "backspace": "\x7f", "space": " ", "lt": "<", "gt": ">",
+    "bar": "|", "bslash": "\\", "del": "\x1b[3~", "delete": "\x1b[3~", "insert": "\x1b[2~",
+    "pageup": "\x1b[5~", "pagedown": "\x1b[6~", "f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR",
+    "f4": "\x1bOS", "f5": "\x1b[15~", "f6": "\x1b[17~", "f7": "\x1b[18~", "f8": "\x1b[19~",
+    "f9": "\x1b[20~", "f10": "\x1b[21~", "f11": "\x1b[23~", "f12": "\x1b[24~",
+}  # fmt: skip
+_CURSOR_KEYS = {"up": "A", "down": "B", "right": "C", "left": "D", "home": "H", "end": "F"}
+_CONTROL = {"@": "\x00", "space": "\x00", "[": "\x1b", "\\": "\x1c", "]": "\x1d", "^": "\x1e",
+            "_": "\x1f", "?": "\x7f"}  # fmt: skip
+_KEY = re.compile(r"<([^<>\s]+)>")
+
+
+def key(name: str, application: bool) -> str | None:
+    """The bytes a terminal sends for a Vim-style key name, or None for a name it does not know."""
+    lower = name.lower()
+    if lower in _NAMED:
+        return _NAMED[lower]
+    if lower in _CURSOR_KEYS:
+        return ("\x1bO" if application else "\x1b[") + _CURSOR_KEYS[lower]
+    prefix, _, rest = lower.partition("-")
+    if prefix == "c" and len(rest) == 1 and "a" <= rest <= "z":
+        return chr(ord(rest) - 96)
+    if prefix == "c" and rest in _CONTROL:
+        return _CONTROL[rest]
+    if prefix in ("m", "a") and rest:
+        sent = name[2:] if len(rest) == 1 else key(name[2:], application)
+        return None if sent is None else "\x1b" + sent
+    return None
+
+
+def encode_keys(keys: str, application: bool = False) -> bytes:
+    """Text with <Names> for special keys -> bytes; unknown <names> are sent as they are."""
+
+    def one(m: re.Match[str]) -> str:
+        sent = key(m.group(1), application)
+        return m.group(0) if sent is None else sent
+
+    return _KEY.sub(one, keys).encode()
+
+
+def find(id: str) -> Program:
+    with _lock:
+        program = _terminals.get(id)
+        names = ", ".join(_terminals) or "none"
+    if program is None:
+        raise ToolError(f"there is no terminal {id!r} (open: {names})")
+    return program
+
+
+def number(input: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = input.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ToolError(f"'{name}' must be a number from {low} to {high}")
+    return int(value)
+
+
+class Terminal:
+    name = "Terminal"
+    description = (
+        "Run a program that stays alive in a pseudo-terminal and drive it with keystrokes: a REPL, "
+        "an editor, a pager, an installer asking questions, ssh, gdb. action=start runs `command` "
+        "with bash in the working directory, under `id` or a new id that it returns; send types "
+        "`keys`: text with Vim-style key names <Enter> <Tab> <Esc> <BS> <Up> <Down> <Left> "
+        "<Right> <Home> <End> <PageUp> <PageDown> <Del> <Space> <C-c> <C-d> (any <C-x>) <M-x> "
+        "<F1>..<F12>, and <lt> for a literal '<'; read waits for more output; close ends the "
+        "program. Each returns the screen as a person would see it once the output has settled "
+        "(waiting at most wait_ms), after the lines that scrolled off since the last look. "
+        "Use Bash instead for commands that finish by themselves."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["start", "send", "read", "close"]},
+            "id": {"type": "string", "description": "The terminal (start: optional, e.g. 't1')"},
+            "command": {"type": "string", "description": "start: the command line to run"},
+            "keys": {"type": "string", "description": "send: text and <Named> keys to type"},
+            "wait_ms": {
+                "type": "integer",
+                "description": "Longest wait for the output to settle, in ms "
+                f"(default {DEFAULT_WAIT_MS}, for start {START_WAIT_MS}; at most {MAX_WAIT_MS})",
+            },
+            "rows": {"type": "integer", "description": f"start: height (default {DEFAULT_ROWS})"},
+            "cols": {"type": "integer", "description": f"start: width (default {DEFAULT_COLS})"},
+        },
+        "required": ["action"],
+    }
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = env
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        action = input.get("action")
+        if action not in ("start", "send", "read", "close"):
+            raise ToolError("'action' must be one of start, send, read, close")
+        default = START_WAIT_MS if action == "start" else DEFAULT_WAIT_MS
+        wait = min(number(input, "wait_ms", default, 0, 10**9), MAX_WAIT_MS) / 1000
+        left = ctx.remaining()
+        wait = wait if left is None else min(wait, left)
+        program = self.start(input, ctx) if action == "start" else find(require(input, "id"))
+        if action == "close":
+            with _lock:
+                _terminals.pop(program.id, None)
+            end([program])
+            return program.render(f"closed, {program.state()}")
+        if action == "send":
+            keys = require(input, "keys")
+            program.write(encode_keys(keys, DECCKM in program.screen.mode), wait)
+        program.settle(wait)
+        return program.render()
+
+    def start(self, input: dict[str, Any], ctx: ToolContext) -> Program:
+        command = require(input, "command")
+        rows = number(input, "rows", DEFAULT_ROWS, 2, 500)
+        cols = number(input, "cols", DEFAULT_COLS, 10, 1000)
+        if not os.path.isdir(ctx.cwd):
+            raise ToolError(f"the working directory does not exist: {ctx.cwd}")
+        env = dict(os.environ if self.env is None else self.env)
+        env.pop("COLUMNS", None)
+        env.pop("LINES", None)
+        env["TERM"] = "xterm-256color"
+        with _lock:
+            id = input.get("id")
+            if id is None:
+                id = next(f"t{n}" for n in _numbers if f"t{n}" not in _terminals)
+            elif not isinstance(id, str) or not re.fullmatch(r"[\w.-]{1,40}", id):
+                raise ToolError("'id' must be a short name of letters, digits, '_', '.' or '-'")
+            if id in _terminals:
+                raise ToolError(f"terminal {id} is in use; close it first or pick another id")
+            if len(_terminals) >= MAX_TERMINALS:
+                raise ToolError(f"{MAX_TERMINALS} terminals are open; close one first")
+            program = _terminals[id] = Program(id, command, ctx.cwd, rows, cols, env)
+        return program
