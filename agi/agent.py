@@ -34,9 +34,11 @@ class Agent:
         session: Session,
         system_prompt: str,
         max_steps: int = 50,
+        lifecycle: Any = None,
     ):
         self.transport, self.toolbox, self.session = transport, toolbox, session
         self.system_prompt, self.max_steps = system_prompt, max_steps
+        self.lifecycle = lifecycle  # UserPromptSubmit and Stop hooks, when there are any
         self.usage = Usage()
         self.steps = 0
         self.partial: list[str] = []  # text of the reply being streamed, for salvage()
@@ -49,6 +51,8 @@ class Agent:
     def run(self, prompt: str) -> Generator[Any, None, Reply]:
         """Yield events while working; return the final reply."""
         self.close_pending("interrupted: the run that made this call ended before it finished")
+        if self.lifecycle is not None:
+            prompt = self.lifecycle.prompt(prompt)
         self.session.append(user(prompt))
         for step in range(1, self.max_steps + 1):
             self.steps = step
@@ -68,7 +72,11 @@ class Agent:
                 continue
             self.session.append(reply.to_message())
             if not reply.tool_calls:
-                return reply
+                go_on = self.lifecycle.stop(reply.text) if self.lifecycle is not None else None
+                if go_on is None:
+                    return reply
+                self.session.append(user(go_on))
+                continue
             if reply.text:
                 yield AssistantText(reply.text)
             results = yield from self.toolbox.run_all(reply.tool_calls)

@@ -81,6 +81,12 @@ def build_parser() -> Parser:
         help="wall-clock limit for the whole run",
     )
     p.add_argument("--tools", metavar="LIST", help="comma-separated allowlist of tool names")
+    p.add_argument(
+        "--hooks", action="append", metavar="FILE", help="hooks settings file (repeatable)"
+    )
+    p.add_argument(
+        "--agents", action="append", metavar="DIR", help="subagent definitions (repeatable)"
+    )
     p.add_argument("--no-tools", action="store_true", default=None, help="offer no tools")
     p.add_argument("--no-bash", action="store_true", default=None, help="drop the Bash tool")
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")

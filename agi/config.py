@@ -54,6 +54,11 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     "output": (lambda v: v in ("text", "json", "jsonl"), "one of text, json, jsonl"),
     "params": (lambda v: isinstance(v, dict), "a table"),
     "providers": (lambda v: isinstance(v, dict), "a table of tables"),
+    "hooks": _names,
+    "skills": _names,
+    "agents": _names,
+    "tool": _names,
+    "tools_dir": _names,
 }
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "base_url": _str,
@@ -177,3 +182,12 @@ def merged(flags: dict[str, Any], file: dict[str, Any], key: str, default: Any =
     if value is not None:
         return value
     return file.get(key, default)
+
+
+def paths(flags: dict[str, Any], file: dict[str, Any], key: str, default: Path) -> list[Path]:
+    """A repeatable path option: the config directory's default (if present), then the flags'
+    values, or the config file's when no flag is given."""
+    value = flags.get(key) if flags.get(key) is not None else file.get(key)
+    given = [value] if isinstance(value, str) else list(value or [])
+    found = [default] if default.exists() else []
+    return found + [Path(p).expanduser() for p in given]

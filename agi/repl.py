@@ -79,6 +79,7 @@ def command(run: Any, line: str) -> None:
 def repl(run: Any, path: Path | None, cont: bool) -> int:
     """Loop until Ctrl-D; a failed or cancelled turn returns to the prompt."""
     run.open_session(path, cont)
+    context = run.start_hooks(run.session_source())
     interactive = sys.stdin.isatty()
     if interactive:
         enable_history(run.settings.home)
@@ -91,6 +92,7 @@ def repl(run: Any, path: Path | None, cont: bool) -> int:
         except EOFError:
             if interactive:
                 print(file=sys.stderr)
+            run.end_hooks("prompt_input_exit")
             return 0
         except KeyboardInterrupt:
             print(file=sys.stderr)
@@ -102,7 +104,8 @@ def repl(run: Any, path: Path | None, cont: bool) -> int:
                 command(run, line.strip())
                 continue
             run.start_turn_clock()
-            run.turn(line)
+            run.turn(f"{line}\n\n{context}" if context else line)
+            context = ""
             sys.stdout.write("\n")
             sys.stdout.flush()
         except KeyboardInterrupt:

@@ -12,7 +12,7 @@ from typing import Any
 
 from agi import __version__
 from agi.config import ModelConfig
-from agi.errors import AgiError, TimeLimit, UsageError
+from agi.errors import AgiError, LimitReached, ProviderError, TimeLimit, UsageError
 
 
 def system_prompt(files: list[str] | None) -> str:
@@ -70,20 +70,40 @@ class Settings:
     verbose: bool = False
     quiet: bool = False
     home: Path = field(default_factory=Path)
+    hooks: Any = None  # agi.hooks.Hooks, when any hooks file is given
+    agents: list[Any] = field(default_factory=list)  # subagent definitions
+    warnings: list[str] = field(default_factory=list)  # to show once the view exists
 
     @classmethod
     def load(cls, flags: dict[str, Any]) -> Settings:
-        from agi.config import agi_home, config_path, load_file, merged, resolve_model
+        from agi.config import agi_home, config_path, load_file, merged, paths, resolve_model
         from agi.tools import builtin_tools
 
         path = config_path()
         file = load_file(path)
         model = resolve_model(flags, file, path)
         system = system_prompt(merged(flags, file, "sys"))
+        warnings: list[str] = []
+        hooks = None
+        hook_files = paths(flags, file, "hooks", path.parent / "hooks.json")
+        if hook_files:
+            from agi.hooks import load_hooks
+
+            hooks = load_hooks(hook_files)
+            warnings += hooks.warnings
+        agents: list[Any] = []
+        agent_dirs = paths(flags, file, "agents", path.parent / "agents")
+        if agent_dirs:
+            from agi.subagents import load_agents
+
+            agents, found = load_agents(agent_dirs)
+            warnings += found
         tools: list[Any] = []
         if not merged(flags, file, "no_tools"):
+            from agi.subagents import Task
+
             tools = choose_tools(
-                builtin_tools(),
+                [*builtin_tools(), Task(agents)],
                 allowlist(merged(flags, file, "tools")),
                 bool(merged(flags, file, "no_bash")),
             )
@@ -97,6 +117,9 @@ class Settings:
             verbose=bool(merged(flags, file, "verbose")),
             quiet=bool(merged(flags, file, "quiet")),
             home=agi_home(),
+            hooks=hooks,
+            agents=agents,
+            warnings=warnings,
         )
 
 
@@ -112,6 +135,14 @@ class Run:
         self.transport: Any = None
         self.output = settings.output
         self.view = self.make_view()
+        for warning in settings.warnings:
+            self.view.warn(warning)
+        self.lifecycle: Any = None
+        self.children: list[Any] = []  # subagents' transports, cancelled at exit
+        self.ended = False
+        for tool in settings.tools:
+            if tool.name == "Task":
+                tool.spawn = self.spawn_subagent
 
     def make_view(self) -> Any:
         from agi.render import Silent, Terminal
@@ -135,6 +166,11 @@ class Run:
             signal.ITIMER_REAL, max(0.1, self.started + timeout - time.monotonic()) + 1
         )
 
+    def session_source(self) -> str:
+        """SessionStart's `source`: a new conversation, or one taken up again."""
+        messages = self.session.messages_file
+        return "resume" if messages.exists() and messages.stat().st_size else "startup"
+
     def open_session(self, path: Path | None, cont: bool) -> None:
         from agi.session import Session, SessionIndex
 
@@ -157,8 +193,90 @@ class Run:
         self.transport = Transport(
             s.model, trace=self.session.trace, deadline=self.deadline, timeout=s.timeout
         )
-        toolbox = Toolbox(s.tools, ToolContext(deadline=self.deadline))
-        self.agent = Agent(self.transport, toolbox, self.session, s.system, s.max_steps)
+        toolbox = Toolbox(s.tools, ToolContext(deadline=self.deadline), self.lifecycle)
+        self.agent = Agent(
+            self.transport, toolbox, self.session, s.system, s.max_steps, self.lifecycle
+        )
+
+    def start_hooks(self, source: str) -> str:
+        """SessionStart: context for the first prompt; exported variables for the tools."""
+        if not self.settings.hooks:
+            return ""
+        from agi.lifecycle import Lifecycle
+
+        self.lifecycle = Lifecycle(self.settings.hooks, self.session, self.view.warn)
+        context = self.lifecycle.session_start(source, self.settings.model.label)
+        if self.lifecycle.env:
+            env = {**os.environ, **self.lifecycle.env}
+            for tool in self.settings.tools:
+                if tool.name in ("Bash", "Terminal"):
+                    tool.env = env
+        return context
+
+    def end_hooks(self, reason: str) -> None:
+        if self.lifecycle is not None and not self.ended:
+            self.ended = True
+            self.lifecycle.session_end(reason)
+
+    def spawn_subagent(self, agent: Any, prompt: str, description: str, depth: int) -> str:
+        """Run a subagent to its answer in its own session under this one's `subagents/`."""
+        from agi.agent import Agent
+        from agi.config import ModelConfig
+        from agi.lifecycle import Lifecycle
+        from agi.session import Session
+        from agi.subagents import MAX_DEPTH, Task, subagent_dir
+        from agi.tools import Toolbox, ToolContext, ToolError
+        from agi.transport import Transport
+
+        s = self.settings
+        tools = [t for t in s.tools if t.name != "Task"]
+        if agent.tools is not None:
+            tools = [t for t in tools if t.name in agent.tools]
+        if depth < MAX_DEPTH and (agent.tools is None or "Task" in agent.tools):
+            tools.append(Task(s.agents, self.spawn_subagent, depth))
+        model = s.model
+        if agent.model and ":" in agent.model:  # Claude's aliases (sonnet, haiku) mean: inherit
+            provider, _, name = agent.model.partition(":")
+            model = ModelConfig(
+                provider,
+                name,
+                s.model.base_url,
+                s.model.api_key,
+                s.model.params,
+                s.model.idle_timeout,
+            )
+        session = Session.open(subagent_dir(self.session.path, agent.name), self.session.secrets)
+        session.write_meta(
+            model=model.label,
+            parent=str(self.session.path),
+            agent=agent.name,
+            description=description,
+        )
+        transport = Transport(model, trace=session.trace, deadline=self.deadline, timeout=s.timeout)
+        self.children.append(transport)
+        lifecycle = None
+        if s.hooks:
+            lifecycle = Lifecycle(s.hooks, session, self.view.warn, "SubagentStop", agent.name)
+            lifecycle.env = self.lifecycle.env if self.lifecycle else {}
+        child = Agent(
+            transport,
+            Toolbox(tools, ToolContext(deadline=self.deadline), lifecycle),
+            session,
+            agent.system or s.system,
+            s.max_steps,
+            lifecycle,
+        )
+        events = child.run(prompt)
+        try:
+            while True:
+                next(events)
+        except StopIteration as done:
+            return str(done.value.text)
+        except (ProviderError, LimitReached) as e:
+            raise ToolError(f"the subagent failed: {e}") from e
+        finally:
+            session.write_meta()
+            transport.close()
 
     def turn(self, prompt: str) -> Any:
         """One prompt in, one reply out, under the session's lock; events go to the views."""
@@ -208,7 +326,8 @@ class Run:
     def one_shot(self, prompt: str, path: Path | None, cont: bool) -> int:
         self.arm_timeout()
         self.open_session(path, cont)
-        reply = self.turn(prompt)
+        context = self.start_hooks(self.session_source())
+        reply = self.turn(f"{prompt}\n\n{context}" if context else prompt)
         self.view.finish(
             str(self.session.path),
             self.agent.usage,
@@ -271,6 +390,12 @@ class Run:
 
     def cleanup(self) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        for transport in self.children:
+            transport.cancel()
+        try:
+            self.end_hooks("other")
+        except AgiError as e:
+            self.view.warn(str(e))
         if "agi.tools.shell" in sys.modules:
             from agi.tools.shell import kill_all
 

@@ -45,8 +45,14 @@ def read_agent(path: Path) -> AgentFile:
     if tools is not None and not listed:
         raise ValueError("'tools' must be a comma-separated string or a list")
     model = meta.get("model")
-    return AgentFile(name, " ".join(description.split()), body.strip(), tools,
-                     model if isinstance(model, str) and model != "inherit" else None, path)
+    return AgentFile(
+        name,
+        " ".join(description.split()),
+        body.strip(),
+        tools,
+        model if isinstance(model, str) and model != "inherit" else None,
+        path,
+    )
 
 
 def load_agents(dirs: list[Path]) -> tuple[list[AgentFile], list[str]]:
@@ -75,8 +81,9 @@ class Task:
 
     name = "Task"
 
-    def __init__(self, agents: list[AgentFile], spawn: Any, depth: int = 0):
-        """`spawn(agent_file, prompt, description, depth) -> str` runs one subagent."""
+    def __init__(self, agents: list[AgentFile], spawn: Any = None, depth: int = 0):
+        """`spawn(agent_file, prompt, description, depth) -> str` runs one subagent; the run
+        that offers the tool sets it."""
         self.agents = {a.name: a for a in agents}
         self.spawn, self.depth = spawn, depth
         kinds = "\n".join(f"- {a.name}: {a.description}" for a in agents)
@@ -84,8 +91,8 @@ class Task:
             "Start a subagent with its own context on a self-contained task, and get its final "
             "answer. Give it everything it needs in `prompt`: it does not see this "
             "conversation. Several Task calls in one reply run at the same time.\n"
-            f"subagent_type is one of:\n- {GENERAL}: the same tools as you" + (
-                "\n" + kinds if kinds else "")
+            f"subagent_type is one of:\n- {GENERAL}: the same tools as you"
+            + ("\n" + kinds if kinds else "")
         )
         self.parameters: dict[str, Any] = {
             "type": "object",
@@ -105,8 +112,10 @@ class Task:
         elif kind in self.agents:
             agent = self.agents[kind]
         else:
-            raise ToolError(f"there is no subagent type {kind!r} "
-                            f"(available: {', '.join([GENERAL, *self.agents])})")
+            raise ToolError(
+                f"there is no subagent type {kind!r} "
+                f"(available: {', '.join([GENERAL, *self.agents])})"
+            )
         return str(self.spawn(agent, prompt, str(input.get("description") or kind), self.depth + 1))
 
 

@@ -9,11 +9,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agi.errors import AgiError
 from agi.messages import ToolCall, ToolEnd, ToolStart
 
 
 class ToolError(Exception):
     """A tool failed in a way the model should read about; becomes an `Error: …` result."""
+
+
+class ToolText(str):
+    """A tool's result text, with the structured form hooks get as `tool_response`."""
+
+    response: dict[str, Any] | None = None
+
+    @classmethod
+    def with_response(cls, text: str, response: dict[str, Any]) -> ToolText:
+        out = cls(text)
+        out.response = response
+        return out
+
+
+def _with_notes(text: str, notes: list[str]) -> str:
+    return "\n\n".join([text, *[n for n in notes if n]])
 
 
 @dataclass
@@ -71,18 +88,20 @@ class Result:
 class Toolbox:
     """The tools offered in a run, by name."""
 
-    def __init__(self, tools: list[Tool], ctx: ToolContext | None = None):
+    def __init__(self, tools: list[Tool], ctx: ToolContext | None = None, lifecycle: Any = None):
         self.tools = {t.name: t for t in tools}
         self.ctx = ctx or ToolContext()
+        self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
 
     @property
     def specs(self) -> list[dict[str, Any]]:
         return [spec(t) for t in self.tools.values()]
 
     def run_one(self, call: ToolCall) -> Result:
+        """Run a call, with its hooks; every failure becomes an `Error: …` result."""
         started = time.monotonic()
-        tool = self.tools.get(call.name)
         try:
+            tool = self.tools.get(call.name)
             if tool is None:
                 names = ", ".join(self.tools) or "none"
                 raise ToolError(f"there is no tool named {call.name!r} (available: {names})")
@@ -93,17 +112,32 @@ class Toolbox:
                     f"the arguments are not a valid JSON object ({e}); "
                     f"you sent: {call.arguments[:500]}"
                 ) from e
-            text, is_error = tool.run(input, self.ctx), False
         except ToolError as e:
-            text, is_error = f"Error: {e}", True
+            return Result(call, f"Error: {e}", True, time.monotonic() - started)
+        notes: list[str] = []
+        if self.lifecycle is not None:
+            input, denied, notes = self.lifecycle.before_tool(call, input)
+            if denied is not None:
+                text = _with_notes(denied, notes)
+                return Result(call, text, True, time.monotonic() - started)
+        text, is_error, response = self._execute(tool, input)
+        if self.lifecycle is not None:
+            notes += self.lifecycle.after_tool(call, input, text, is_error, response)
+        return Result(call, _with_notes(text, notes), is_error, time.monotonic() - started)
+
+    def _execute(self, tool: Tool, input: dict[str, Any]) -> tuple[str, bool, Any]:
+        try:
+            output = tool.run(input, self.ctx)
+            return str(output), False, getattr(output, "response", None)
+        except ToolError as e:
+            return f"Error: {e}", True, None
         except OSError as e:
-            text, is_error = (
-                f"Error: {e.strerror or e}" + (f": {e.filename}" if e.filename else ""),
-                True,
-            )
+            where = f": {e.filename}" if e.filename else ""
+            return f"Error: {e.strerror or e}{where}", True, None
+        except AgiError:
+            raise  # a hook stopped the run, or it was interrupted
         except Exception as e:  # a tool bug must not end the run; the model reads what happened
-            text, is_error = f"Error: {type(e).__name__}: {e}", True
-        return Result(call, text, is_error, time.monotonic() - started)
+            return f"Error: {type(e).__name__}: {e}", True, None
 
     def run_all(self, calls: list[ToolCall]) -> Generator[ToolStart | ToolEnd, None, list[Result]]:
         """Run one turn's calls concurrently; yield start and end events; results in call order."""

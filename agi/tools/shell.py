@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from agi.tools import ToolContext, ToolError, require
+from agi.tools import ToolContext, ToolError, ToolText, require
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -136,12 +136,21 @@ class Bash:
         if left is not None:
             timeout = min(timeout, left)
         output, code, timed_out = self.execute(command, ctx.cwd, timeout)
-        text = output.text().rstrip("\n")
+        shown = output.text()
+        text = shown.rstrip("\n")
         if timed_out:
             text += f"\nCommand timed out after {timeout:g} s and was killed"
         elif code != 0:
             text += f"\nexit code {code}"
-        return text.lstrip("\n") or "(no output)"
+        # one pipe keeps the order a terminal shows, so hooks get both streams in `stdout`
+        response = {
+            "stdout": shown,
+            "stderr": "",
+            "output": shown,
+            "exit_code": None if timed_out else code,
+            "interrupted": timed_out,
+        }
+        return ToolText.with_response(text.lstrip("\n") or "(no output)", response)
 
     def execute(self, command: str, cwd: str, timeout: float) -> tuple[Output, int, bool]:
         proc = subprocess.Popen(
