@@ -73,6 +73,14 @@ def build_parser() -> Parser:
         metavar="FILE",
         help="system prompt file (repeatable; 'default' is the built-in one)",
     )
+    p.add_argument(
+        "--schema", metavar="SPEC", help="answer with JSON: a DSL, {JSON Schema} or @FILE"
+    )
+    p.add_argument(
+        "--exit-code",
+        metavar="CRITERIA",
+        help="judge success: exit 0 or 1 (--exit-code=CRITERIA; the value needs '=')",
+    )
     p.add_argument("--max-steps", type=positive(int), metavar="N", help="model calls per run (50)")
     p.add_argument(
         "--timeout",
@@ -105,6 +113,16 @@ def build_parser() -> Parser:
     return p
 
 
+def rewrite(argv: list[str]) -> list[str]:
+    """A bare `--exit-code` takes no value: `agi --exit-code "prove P=NP"` is a prompt."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        out.append("--exit-code=" if arg == "--exit-code" else arg)
+    return out
+
+
 def read_prompt(args: argparse.Namespace) -> str:
     """The prompt words, with stdin appended as a context block (or stdin alone)."""
     prompt = " ".join(args.prompt).strip()
@@ -130,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     run: Run | None = None
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(rewrite(sys.argv[1:] if argv is None else argv))
         if args.list_sessions or args.show:
             return inspect(args)
         if args.cont and (args.session or args.fork):
@@ -184,6 +202,7 @@ def fail(error: AgiError, run: Run | None) -> int:
     view = run.view if run is not None and run.view is not None else None
     if view is not None:
         view.close()
-    sys.stderr.write(f"agi: {message}\n")
+    detail = getattr(error, "detail", "")  # a bad --schema: the text, and a caret under the fault
+    sys.stderr.write(f"agi: {message}\n" + (f"{detail}\n" if detail else ""))
     sys.stderr.flush()
     return error.exit_code

@@ -49,6 +49,8 @@ def result_line(run: Any, answer: Any, exit_code: int, error: str | None) -> str
         "steps": agent.steps if agent is not None else 0,
         "usage": agent.usage.to_dict() if agent is not None else None,
     }
+    if getattr(run, "verdict", None) is not None:
+        result["judgement"] = run.verdict
     if error:
         result["error"] = error
     if run.output == "jsonl":

@@ -54,6 +54,9 @@ class Silent:
     def close(self) -> None:
         pass
 
+    def judgement(self, success: bool, reason: str) -> None:
+        pass
+
     def finish(self, session: str, usage: Usage, seconds: float, steps: int) -> None:
         pass
 
@@ -149,6 +152,10 @@ class Terminal(Silent):
                 self.out.write("\r\033[K")
             self.out.flush()
         self.status = ""
+
+    def judgement(self, success: bool, reason: str) -> None:
+        mark = self.paint("✓ success", CYAN) if success else self.paint("✗ failure", RED)
+        self.write(f"{mark}: {reason}")
 
     def finish(self, session: str, usage: Usage, seconds: float, steps: int) -> None:
         self.close()

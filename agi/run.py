@@ -73,6 +73,8 @@ class Settings:
     hooks: Any = None  # agi.hooks.Hooks, when any hooks file is given
     agents: list[Any] = field(default_factory=list)  # subagent definitions
     warnings: list[str] = field(default_factory=list)  # to show once the view exists
+    schema: dict[str, Any] | None = None  # --schema, as JSON Schema
+    judge: str | None = None  # --exit-code: its criteria, "" for the generic rule
 
     @classmethod
     def load(cls, flags: dict[str, Any]) -> Settings:
@@ -83,6 +85,11 @@ class Settings:
         file = load_file(path)
         model = resolve_model(flags, file, path)
         system = system_prompt(merged(flags, file, "sys"))
+        schema = None
+        if flags.get("schema") is not None:
+            from agi.schema import parse_schema
+
+            schema = parse_schema(flags["schema"])
         warnings: list[str] = []
         hooks = None
         hook_files = paths(flags, file, "hooks", path.parent / "hooks.json")
@@ -120,6 +127,8 @@ class Settings:
             hooks=hooks,
             agents=agents,
             warnings=warnings,
+            schema=schema,
+            judge=flags.get("exit_code"),
         )
 
 
@@ -138,6 +147,7 @@ class Run:
         for warning in settings.warnings:
             self.view.warn(warning)
         self.lifecycle: Any = None
+        self.verdict: dict[str, Any] | None = None
         self.children: list[Any] = []  # subagents' transports, cancelled at exit
         self.ended = False
         for tool in settings.tools:
@@ -328,14 +338,48 @@ class Run:
         self.open_session(path, cont)
         context = self.start_hooks(self.session_source())
         reply = self.turn(f"{prompt}\n\n{context}" if context else prompt)
+        s = self.settings
+        answer: Any = reply.text
+        verdict = None
+        if s.schema is not None or s.judge is not None:
+            from agi.schema import JUDGE_SCHEMA, judge_instruction, schema_instruction
+
+            if s.schema is not None:
+                answer = self.ghost(s.schema, schema_instruction(s.schema))
+            if s.judge is not None:
+                verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(s.judge or None))
+                self.session.trace({"type": "judgement", **verdict})
         self.view.finish(
             str(self.session.path),
             self.agent.usage,
             time.monotonic() - self.started,
             self.agent.steps,
         )
-        self.write_result(reply.text, 0)
-        return 0
+        code = 0 if verdict is None or verdict["success"] else 1
+        if verdict is not None:
+            self.view.judgement(verdict["success"], verdict["reason"])
+        self.verdict = verdict
+        self.write_result(answer, code)
+        if code:
+            sys.stderr.write(f"agi: judged failed: {verdict and verdict['reason']}\n")
+        return code
+
+    def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
+        """Ask for JSON on a copy of the conversation (nothing of it reaches the session)."""
+        from agi.messages import StepStart, UsageEvent
+        from agi.schema import ghost_json
+
+        self.dispatch(StepStart(self.agent.steps + 1))
+        events = ghost_json(self.agent.transport, self.agent.messages(), schema, instruction)
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as done:
+                return done.value
+            if isinstance(event, UsageEvent):
+                self.agent.usage.add(event.usage)
+                self.agent.steps += 1
+            self.dispatch(event)
 
     def dispatch(self, event: Any) -> None:
         """Send an event to the views; in a REPL the answer streams to stdout as it comes."""
@@ -379,6 +423,10 @@ class Run:
             from agi.output import result_line
 
             sys.stdout.write(result_line(self, answer, exit_code, error))
+        elif answer is not None and self.settings.schema is not None:
+            import json
+
+            sys.stdout.write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
         elif answer is not None:
             sys.stdout.write(f"{answer}\n")
         sys.stdout.flush()

@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
-from fakeserver import FakeModel, raw, status
 
 from agi.config import ModelConfig
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
 from agi.transport import Transport
+
+from conftest import FIXTURES
+from fakeserver import FakeModel, raw, status
 
 TRANSPORT = FIXTURES / "transport"
 EXPECTED = json.loads((Path(__file__).parent / "transport_expected.json").read_text())
@@ -144,6 +145,7 @@ def test_cancel_from_another_thread_ends_a_silent_exchange_at_once():
     import time
 
     from agi.errors import Cancelled
+
     from fakeserver import hang
 
     with FakeModel(hang()) as server:
@@ -161,6 +163,7 @@ def test_cancel_mid_stream():
     import time
 
     from agi.errors import Cancelled
+
     from fakeserver import text
 
     with FakeModel(text("x" * 100, delay=0.3, pieces=50)) as server:

@@ -1,0 +1,501 @@
+"""--schema: DSL and JSON Schema -> pydantic validation; the ghost exchange (also for --exit-code).
+
+The ghost exchange asks for JSON on a copy of the conversation, so none of it reaches the session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agi.errors import ProviderError, SchemaFailed, UsageError
+from agi.messages import ReasoningDelta, Reply, UsageEvent, user
+from agi.prompts import harness_text
+
+BASES = {"str": "string", "int": "integer", "dec": "number", "bool": "boolean"}
+BASES |= {"decimal": "number", "float": "number"} | {t: t for t in BASES.values()}
+EXPECTED_TYPE = "expected a type (str, int, dec, bool, enum(...), [..], {..})"
+NAME = re.compile(r"[^\W\d][\w-]*")
+WORD = re.compile(r"[^\s|(),:\"\[\]{}?]+")
+NUMBER = re.compile(r"-?\d{1,30}(?:\.\d{1,30})?(?:[eE][-+]?\d{1,2})?")  # always finite
+MAX_DEPTH = 32
+JUDGE_SCHEMA: dict[str, Any] = {  # reason first: the model argues before it decides
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string", "description": "One or two sentences: why, with evidence"},
+        "success": {"type": "boolean", "description": "Whether the task was achieved"},
+    },
+    "required": ["reason", "success"],
+    "additionalProperties": False,
+}
+
+
+class SchemaError(UsageError):
+    """A bad --schema (exit 2); `detail` is the offending line and a caret under the spot, or ''."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__("".join(c if c.isprintable() else repr(c)[1:-1] for c in message))
+        self.detail = detail
+
+
+class SchemaInvalid(ValueError):
+    """A reply that is not JSON matching the schema; `problems` lists each error with its path."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def error_at(text: str, pos: int, message: str, source: str = "--schema") -> SchemaError:
+    """A SchemaError at `pos` of `text`: a one-line message, and the line with a caret as detail."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    line, column = text[start : end if end >= 0 else len(text)], pos - start + 1
+    where = f"column {column}"
+    if "\n" in text.strip():
+        where = f"line {text.count(chr(10), 0, pos) + 1}, {where}"
+    shown = "".join(c if c.isprintable() or c == "\t" else " " for c in line)
+    caret = "".join(c if c == "\t" else " " for c in shown[: column - 1]) + "^"
+    return SchemaError(f"bad {source} at {where}: {message}", f"{shown}\n{caret}")
+
+
+def parse_schema(spec: str) -> dict[str, Any]:
+    """A --schema value (DSL, JSON Schema literal, @FILE) as JSON Schema; SchemaError if bad."""
+    source = "--schema"
+    if spec.startswith("@"):
+        if not spec[1:]:
+            raise SchemaError("bad --schema: a file name must follow @")
+        path = Path(spec[1:]).expanduser()
+        try:
+            spec = path.read_text(encoding="utf-8")
+        except (OSError, ValueError) as e:  # also undecodable text, a NUL in the name
+            reason = getattr(e, "strerror", None) or str(e)
+            raise SchemaError(f"cannot read --schema file {path}: {reason}") from e
+        source = f"--schema file {path}"
+    if not spec.lstrip().startswith("{"):
+        return _DSL(spec, source).top()
+    try:
+        schema = json.loads(spec)
+    except json.JSONDecodeError as e:
+        hint = f"not valid JSON ({e.msg}); a schema starting with {{ is read as JSON Schema"
+        raise error_at(spec, e.pos, hint, source) from None
+    except (ValueError, RecursionError) as e:
+        raise SchemaError(f"bad {source}: not valid JSON ({e})") from None
+    build_validator(schema)  # what the validator cannot enforce is a usage error, found now
+    return schema
+
+
+class _DSL:
+    """A recursive-descent parser of the grammar in CONTRACT section 3, with exact positions."""
+
+    def __init__(self, text: str, source: str):
+        self.text, self.source, self.pos, self.depth = text, source, 0, 0
+
+    def fail(self, message: str, pos: int | None = None) -> NoReturn:
+        raise error_at(self.text, self.pos if pos is None else pos, message, self.source)
+
+    def skip(self) -> int:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+        return self.pos
+
+    def peek(self) -> str:
+        return self.text[self.skip() : self.pos + 1]
+
+    def eat(self, token: str) -> bool:
+        found = self.text.startswith(token, self.skip())
+        self.pos += len(token) if found else 0
+        return found
+
+    def expect(self, token: str, message: str) -> None:
+        if not self.eat(token):
+            self.fail(message)
+
+    def match(self, pattern: re.Pattern[str]) -> str | None:
+        m = pattern.match(self.text, self.skip())
+        self.pos = m.end() if m else self.pos
+        return m.group() if m else None
+
+    def top(self) -> dict[str, Any]:
+        schema = self.objects() if self.eat("[") else self.fields()
+        if self.peek():
+            self.fail("expected ',' or the end of the schema")
+        return schema
+
+    def fields(self) -> dict[str, Any]:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(f"nested more than {MAX_DEPTH} levels deep")
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        while True:
+            start = self.skip()
+            name = self.match(NAME)
+            if name is None:
+                self.fail("expected a field name")
+            if name in properties:
+                self.fail(f"duplicate field {name!r}", start)
+            self.expect(":", f"expected ':' after the field name {name!r}")
+            properties[name], optional = self.type()
+            if self.eat(":"):
+                properties[name]["description"] = self.description()
+            required += [] if optional else [name]
+            if not self.eat(","):
+                break
+        self.depth -= 1
+        object_ = {"type": "object", "properties": properties, "required": required}
+        return {**object_, "additionalProperties": False}
+
+    def objects(self) -> dict[str, Any]:
+        schema = {"type": "array", "items": self.fields()}
+        self.expect("]", "expected ',' or ']'")
+        return schema
+
+    def type(self) -> tuple[dict[str, Any], bool]:
+        """`base`, `base(MIN..MAX)`, `base[]`, `[fields]` or `{fields}`; any may end in `?`."""
+        if self.eat("["):
+            schema = self.objects()
+        elif self.eat("{"):
+            schema = self.fields()
+            self.expect("}", "expected ',' or '}'")
+        else:
+            start = self.skip()
+            word = self.match(NAME)
+            if word is None or (word not in BASES and word != "enum"):
+                self.fail(
+                    f"unknown type {word!r}; {EXPECTED_TYPE}" if word else EXPECTED_TYPE, start
+                )
+            schema = self.enum() if word == "enum" else {"type": BASES[word]}
+            if self.peek() == "(":
+                self.range(schema)
+            if self.eat("["):
+                self.expect("]", "expected ']' (a list of values is written like str[])")
+                schema = {"type": "array", "items": schema}
+        return schema, self.eat("?")
+
+    def enum(self) -> dict[str, Any]:
+        self.expect("(", "expected '(' after enum, as in enum(a|b)")
+        words: list[str] = []
+        while True:
+            word = self.match(WORD)
+            if word is None:
+                self.fail("expected an enum value")
+            words.append(word)
+            if not self.eat("|"):
+                break
+        self.expect(")", "expected '|' or ')'")
+        return {"type": "string", "enum": list(dict.fromkeys(words))}
+
+    def range(self, schema: dict[str, Any]) -> None:
+        start, kind = self.pos, schema["type"]
+        if kind not in ("string", "integer", "number") or "enum" in schema:
+            self.fail("a range (MIN..MAX) applies only to numbers and str")
+        self.eat("(")
+        low = self.number(kind)
+        self.expect("..", "expected '..' in the range (MIN..MAX)")
+        high = self.number(kind)
+        self.expect(")", "expected a number or ')'")
+        if low is not None and high is not None and low > high:
+            self.fail("the range's minimum is above its maximum", start)
+        keys = ("minLength", "maxLength") if kind == "string" else ("minimum", "maximum")
+        schema.update({k: v for k, v in zip(keys, (low, high), strict=True) if v is not None})
+
+    def number(self, kind: str) -> int | float | None:
+        start = self.skip()
+        token = self.match(NUMBER)
+        if token is None:
+            return None
+        whole = re.fullmatch(r"-?\d+", token) is not None
+        if kind == "string" and (not whole or token.startswith("-")):
+            self.fail("a string length must be a whole number, 0 or more", start)
+        return int(token) if whole else float(token)
+
+    def description(self) -> str:
+        start = self.skip()
+        if not self.eat('"'):
+            self.fail('expected a "double-quoted" description')
+        out: list[str] = []
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            self.pos += 1
+            if c == '"':
+                return "".join(out)
+            if c == "\\" and self.pos < len(self.text):
+                c, self.pos = self.text[self.pos], self.pos + 1
+                c = {"n": "\n", "t": "\t", "r": "\r"}.get(c, c)
+            out.append(c)
+        self.fail('unterminated description: no closing "', start)
+
+
+# JSON Schema -> pydantic types. Only keywords the validator enforces are accepted.
+ANNOTATIONS = {"title", "description", "examples", "default", "$schema", "$id", "$comment"}
+NUMERIC = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
+NUMERIC |= {"multipleOf": "multiple_of"}
+CONSTRAINTS = {  # per type; JSON Schema ignores a keyword on values of other types
+    "integer": NUMERIC, "number": NUMERIC,
+    "string": {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern"},
+    "array": {"minItems": "min_length", "maxItems": "max_length"},
+}  # fmt: skip
+KEYWORDS = {"type", "enum", "properties", "required", "additionalProperties", "items", "anyOf"}
+KEYWORDS |= {key for keys in CONSTRAINTS.values() for key in keys}
+TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
+NULL = {"type": "null"}
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema counts 3.0 as an integer: accept it, as 3."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _compact(value: float) -> float | int:
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def _bad(path: str, message: str) -> NoReturn:
+    raise SchemaError(f"bad --schema (JSON Schema) at {path or '/'}: {message}")
+
+
+def _pydantic_type(node: Any, path: str = "", depth: int = 0) -> Any:
+    """The pydantic type enforcing `node`; SchemaError for anything it could not enforce."""
+    from typing import Annotated, Literal, Optional
+
+    from pydantic import BeforeValidator, Field, PlainSerializer
+
+    if depth > MAX_DEPTH:
+        _bad(path, f"nested more than {MAX_DEPTH} levels deep")
+    if node is True or node == {}:
+        return Any
+    if not isinstance(node, dict):
+        _bad(path, "a schema must be an object")
+    for key in sorted(set(node) - KEYWORDS - ANNOTATIONS):
+        _bad(path, f"agi cannot enforce {key!r} (it knows {', '.join(sorted(KEYWORDS))})")
+    if "anyOf" in node:  # only as pydantic writes Optional[X]
+        options = node["anyOf"]
+        if not (isinstance(options, list) and len(options) == 2 and NULL in options):
+            _bad(path, 'anyOf is supported only as [SCHEMA, {"type": "null"}]')
+        other = options[1 - options.index(NULL)]
+        return Optional[_pydantic_type(other, f"{path}/anyOf", depth + 1)]  # noqa: UP045
+    if "enum" in node:
+        values = node["enum"]
+        if not (isinstance(values, list) and values) or any(
+            isinstance(v, list | dict) for v in values
+        ):
+            _bad(path, "enum must be a list of JSON scalars")
+        return Literal[tuple(values)]
+    types = node.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if not isinstance(types, list) or any(t not in TYPES for t in types):
+        _bad(path, f"type must be one of {', '.join(TYPES)}, or a list of them")
+    kinds = [t for t in types if t != "null"]
+    if len(kinds) > 1:
+        _bad(path, 'several types are supported only as [TYPE, "null"]')
+    kind = (
+        kinds[0]
+        if kinds
+        else "object"
+        if "properties" in node
+        else "array"
+        if "items" in node
+        else ""
+    )
+    limits: dict[str, Any] = {}
+    for key, name in CONSTRAINTS.get(kind, {}).items():
+        value, want = node.get(key), str if key == "pattern" else (int, float)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, want)):
+            _bad(path, f"{key} must be a {'string' if want is str else 'number'}")
+        limits |= {name: value} if value is not None else {}
+    base: Any = Any
+    if kind == "object":
+        base = _model(node, path, depth)
+    elif kind == "array":
+        item = _pydantic_type(node.get("items", True), f"{path}/items", depth + 1)
+        base = Annotated[list[item], Field(**limits)]  # type: ignore[valid-type]
+    elif kind == "integer":
+        base = Annotated[int, Field(**limits), BeforeValidator(_whole)]
+    elif kind == "number":
+        base = Annotated[float, Field(**limits), PlainSerializer(_compact)]
+    elif kind:
+        python = str if kind == "string" else bool
+        base = Annotated[python, Field(**limits)]  # type: ignore[valid-type]
+    return Optional[base] if "null" in types else base  # noqa: UP045
+
+
+def _model(node: dict[str, Any], path: str, depth: int) -> Any:
+    """A model per object; fields are aliased, so any property name works (even `schema`)."""
+    from typing import Optional
+
+    from pydantic import ConfigDict, Field, create_model
+
+    properties, required = node.get("properties", {}), node.get("required", [])
+    extra = node.get("additionalProperties", True)
+    if not isinstance(properties, dict):
+        _bad(path, "properties must be an object")
+    if not isinstance(required, list) or not all(
+        isinstance(r, str) and r in properties for r in required
+    ):
+        _bad(path, "required must list names from properties")
+    if not isinstance(extra, bool):
+        _bad(path, "additionalProperties is supported only as true or false")
+    fields: dict[str, Any] = {}
+    for i, (name, sub) in enumerate(properties.items()):
+        t = _pydantic_type(sub, f"{path}/properties/{name}", depth + 1)
+        desc = sub.get("description") if isinstance(sub, dict) else None
+        if name in required:
+            fields[f"f{i}"] = (t, Field(alias=name, description=desc))
+        else:  # optional: may be missing or null
+            fields[f"f{i}"] = (Optional[t], Field(None, alias=name, description=desc))  # noqa: UP045
+    config = ConfigDict(extra="allow" if extra else "forbid")
+    return create_model("Object", __config__=config, **fields)
+
+
+class Validator:
+    """Finds the JSON value in a reply and validates it strictly against the schema."""
+
+    def __init__(self, schema: dict[str, Any]):
+        from pydantic import TypeAdapter
+
+        built = _pydantic_type(schema)
+        try:
+            self.adapter: Any = TypeAdapter(built)
+        except Exception as e:  # pydantic's own refusal, e.g. a pattern its regex engine rejects
+            raise SchemaError(f"bad --schema (JSON Schema): {str(e).splitlines()[0]}") from None
+        kind = str(schema.get("type")) if isinstance(schema, dict) else ""
+        self.starts = {"object": "{", "array": "["}.get(kind, "{[")
+
+    def validate(self, text: str) -> Any:
+        """The reply's JSON as plain data; SchemaInvalid naming each problem with its JSON path."""
+        from pydantic import ValidationError
+
+        data = extract_json(text, self.starts)
+        try:
+            value = self.adapter.validate_python(data, strict=True)  # "3" is no int, "yes" no bool
+        except ValidationError as e:
+            raise SchemaInvalid(_problems(e)) from None
+        return self.adapter.dump_python(value, mode="json", by_alias=True, exclude_unset=True)
+
+
+def build_validator(schema: dict[str, Any]) -> Validator:
+    return Validator(schema)
+
+
+def extract_json(text: str, starts: str = "{[") -> Any:
+    """The single JSON value in a reply: bare, inside a ``` fence, or surrounded by prose."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        first = e
+    for block in re.findall(r"```[\w-]*[ \t]*\n(.*?)```", text, re.S):
+        try:
+            return json.loads(block)
+        except ValueError:
+            pass
+    for m in re.finditer("[" + re.escape(starts) + "]", text):
+        try:
+            return json.JSONDecoder().raw_decode(text, m.start())[0]
+        except ValueError:
+            continue
+    reason = "is empty" if not text else f"is not valid JSON ({first})"
+    raise SchemaInvalid([f"the reply {reason}; it must be one JSON value"])
+
+
+MESSAGES = {
+    "missing": "required field is missing",
+    "extra_forbidden": "field not allowed by the schema (remove it)",
+    "model_type": "expected a JSON object",
+}
+
+
+def _problems(error: Any, limit: int = 10) -> list[str]:
+    """Each pydantic error as `$.path[0].to: what is wrong (got VALUE)`, for the model to fix."""
+    out: list[str] = []
+    for err in error.errors(include_url=False):
+        path = "$"
+        for p in err["loc"]:
+            key = isinstance(p, str) and NAME.fullmatch(p)
+            path += f".{p}" if key else f"[{p if isinstance(p, int) else json.dumps(p)}]"
+        got = json.dumps(err["input"], ensure_ascii=False, default=repr)
+        got = got if len(got) <= 60 else got[:57] + "..."
+        message = MESSAGES.get(err["type"], err["msg"])
+        out.append(f"{path}: {message}" + ("" if err["type"] in MESSAGES else f" (got {got})"))
+    return out[:limit] + ([f"... and {len(out) - limit} more"] if len(out) > limit else [])
+
+
+def schema_instruction(schema: dict[str, Any]) -> str:
+    """The ghost request of plain --schema: give the answer as JSON of the schema's shape."""
+    kinds = {"object": "a JSON object", "array": "a JSON array"}
+    return harness_text("schema_request").format(kind=kinds.get(str(schema.get("type")), "JSON"))
+
+
+def judge_instruction(criteria: str | None) -> str:
+    """The ghost request of --exit-code: was the task achieved (by CRITERIA or the generic rule)?"""
+    if criteria and criteria.strip():
+        rule = harness_text("judge_criteria").format(criteria=criteria.strip())
+    else:
+        rule = harness_text("judge_generic")
+    return harness_text("judge").format(rule=rule)
+
+
+def _rejects_response_format(error: ProviderError) -> bool:
+    text = str(error).lower()
+    words = ("response_format", "response format", "json_schema")
+    return error.status in (400, 422) and any(w in text for w in words)
+
+
+def _ask(transport: Any, messages: list[Any], extra: dict[str, Any]) -> Generator[Any, None, Reply]:
+    """One ghost request: pass reasoning on, keep the JSON text to ourselves, report usage."""
+    stream = transport.stream(messages, [], mark={"ghost": True}, **extra)
+    while True:
+        try:
+            event = next(stream)
+        except StopIteration as done:
+            reply: Reply = done.value
+            if reply.usage:
+                yield UsageEvent(reply.usage)
+            return reply
+        if isinstance(event, ReasoningDelta):
+            yield event
+
+
+def ghost_json(
+    transport: Any,
+    messages: list[dict[str, Any]],
+    schema: dict[str, Any],
+    instruction: str,
+    attempts: int = 3,
+    use_response_format: bool = True,
+) -> Generator[Any, None, Any]:
+    """Ask for JSON matching `schema` on a copy of `messages`; return the validated data.
+
+    Yields only ReasoningDelta and UsageEvent (one per reply): the JSON text is never streamed,
+    so no renderer can mistake it for the answer. Raises SchemaFailed after `attempts` invalid
+    replies, SchemaError for a schema it cannot enforce; the caller's list is never changed.
+    """
+    validator = build_validator(schema)
+    layout = json.dumps(schema, indent=2, ensure_ascii=False)
+    prompt = instruction.rstrip() + "\n\n" + harness_text("json_format").format(schema=layout)
+    convo = [*messages, user(prompt)]
+    extra: dict[str, Any] = {}
+    if use_response_format:
+        answer = {"name": "answer", "schema": schema, "strict": False}
+        extra = {"response_format": {"type": "json_schema", "json_schema": answer}}
+    problem = ""
+    for _ in range(max(1, attempts)):
+        try:
+            reply = yield from _ask(transport, convo, extra)
+        except ProviderError as e:
+            if not extra or not _rejects_response_format(e):
+                raise
+            extra = {}  # no structured output at this provider: the instructions must do
+            reply = yield from _ask(transport, convo, extra)
+        try:
+            return validator.validate(reply.text)
+        except SchemaInvalid as e:
+            problem = str(e)
+            bullets = "\n".join(f"- {p}" for p in e.problems)
+            convo += [reply.to_message(), user(harness_text("json_retry").format(problems=bullets))]
+    problem = problem if len(problem) <= 300 else problem[:297] + "..."
+    raise SchemaFailed(f"no valid JSON after {max(1, attempts)} attempts; last problem: {problem}")
