@@ -10,11 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import PROVIDER_VARS
-from fakeserver import FakeModel, call, text
 
 from agi.config import load_file, resolve_model
 from agi.errors import ConfigError
+
+from conftest import PROVIDER_VARS
+from fakeserver import FakeModel, call, text
 
 CONFIG = Path("/nonexistent/agi/config.toml")  # only used in messages
 

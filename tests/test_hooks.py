@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
 
 from agi.errors import ConfigError
 from agi.hooks import (
@@ -25,6 +24,8 @@ from agi.hooks import (
     read_env_file,
     resolve_ask,
 )
+
+from conftest import FIXTURES
 
 SCRIPTS = Path(__file__).parent / "hooks"
 PAYLOADS = FIXTURES / "hooks" / "payloads"

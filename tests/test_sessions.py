@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from conftest import AGI
 from fakeserver import FakeModel, call, text
 

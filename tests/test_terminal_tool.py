@@ -15,12 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import AGI
-from fakeserver import FakeModel, call, hang, text
 
 import agi.tools
 from agi.tools import ToolContext, ToolError
 from agi.tools.terminal import Terminal, close_all, encode_keys
+
+from conftest import AGI
+from fakeserver import FakeModel, call, hang, text
 
 registered = "Terminal" in {t.name for t in agi.tools.builtin_tools()}
 needs_registration = pytest.mark.skipif(
