@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from typing import Any
+from typing import Any, Protocol
 
 from agi.errors import StepLimit
 from agi.messages import (
@@ -21,15 +21,22 @@ from agi.messages import (
 from agi.prompts import harness_text
 from agi.session import Session
 from agi.tools import Toolbox
-from agi.transport import Transport
 
 REPEAT_LIMIT = 3  # the third identical call in a row gets a note
+
+
+class ChatStream(Protocol):
+    """What the loop needs of a model: Transport, or ReactTransport around one."""
+
+    def stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+    ) -> Generator[Any, None, Reply]: ...
 
 
 class Agent:
     def __init__(
         self,
-        transport: Transport,
+        transport: ChatStream,
         toolbox: Toolbox,
         session: Session,
         system_prompt: str,

@@ -81,6 +81,9 @@ def build_parser() -> Parser:
         metavar="CRITERIA",
         help="judge success: exit 0 or 1 (--exit-code=CRITERIA; the value needs '=')",
     )
+    p.add_argument(
+        "--react", action="store_true", default=None, help="text ReAct protocol, no native tools"
+    )
     p.add_argument("--max-steps", type=positive(int), metavar="N", help="model calls per run (50)")
     p.add_argument(
         "--timeout",
@@ -90,13 +93,27 @@ def build_parser() -> Parser:
     )
     p.add_argument("--tools", metavar="LIST", help="comma-separated allowlist of tool names")
     p.add_argument(
+        "--tool", action="append", metavar="PATH", help="a user-defined tool (repeatable)"
+    )
+    p.add_argument(
+        "--tools-dir", action="append", metavar="DIR", help="every executable in DIR is a tool"
+    )
+    p.add_argument(
+        "--skills", action="append", metavar="DIR", help="a directory of skills (repeatable)"
+    )
+    p.add_argument(
         "--hooks", action="append", metavar="FILE", help="hooks settings file (repeatable)"
     )
     p.add_argument(
         "--agents", action="append", metavar="DIR", help="subagent definitions (repeatable)"
     )
     p.add_argument("--no-tools", action="store_true", default=None, help="offer no tools")
-    p.add_argument("--no-bash", action="store_true", default=None, help="drop the Bash tool")
+    p.add_argument(
+        "--no-bash",
+        action="store_true",
+        default=None,
+        help="no Bash, nor any other built-in tool: only your own tools, skills and MCP tools",
+    )
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")
     p.add_argument("--output", choices=["text", "json", "jsonl"], help="output format (text)")
     p.add_argument(

@@ -59,6 +59,7 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     "agents": _names,
     "tool": _names,
     "tools_dir": _names,
+    "react": _bool,
 }
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "base_url": _str,

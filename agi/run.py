@@ -42,10 +42,12 @@ def allowlist(value: Any) -> list[str] | None:
     return [n.strip() for n in names if n.strip()]
 
 
-def choose_tools(tools: list[Any], allow: list[str] | None, no_bash: bool) -> list[Any]:
-    """Apply --no-bash and the --tools allowlist; an unknown name is a usage error."""
-    if no_bash:
-        tools = [t for t in tools if t.name != "Bash"]
+def listed(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def choose_tools(tools: list[Any], allow: list[str] | None) -> list[Any]:
+    """Apply the --tools allowlist; an unknown name is a usage error."""
     if allow is None:
         return tools
     known = {t.name for t in tools}
@@ -73,6 +75,7 @@ class Settings:
     hooks: Any = None  # agi.hooks.Hooks, when any hooks file is given
     agents: list[Any] = field(default_factory=list)  # subagent definitions
     warnings: list[str] = field(default_factory=list)  # to show once the view exists
+    react: bool = False  # the text ReAct protocol instead of native tool calls
     schema: dict[str, Any] | None = None  # --schema, as JSON Schema
     judge: str | None = None  # --exit-code: its criteria, "" for the generic rule
 
@@ -105,15 +108,31 @@ class Settings:
 
             agents, found = load_agents(agent_dirs)
             warnings += found
+        own: list[Any] = []  # the user's tools and skills
+        tool_files = [Path(p).expanduser() for p in listed(merged(flags, file, "tool"))]
+        tool_dirs = paths(flags, file, "tools_dir", path.parent / "tools")
+        if tool_files or tool_dirs:
+            from agi.tools.external import load_tools
+
+            own, found = load_tools(tool_files, tool_dirs, agi_home() / "tool-cache.json")
+            warnings += found
+        skills: list[Any] = []
+        skill_dirs = paths(flags, file, "skills", path.parent / "skills")
+        if skill_dirs:
+            from agi.skills import SkillTool, load_skills, skills_prompt
+
+            skills, found = load_skills(skill_dirs)
+            warnings += found
+            if skills_prompt(skills):
+                own.append(SkillTool(skills))
         tools: list[Any] = []
         if not merged(flags, file, "no_tools"):
             from agi.subagents import Task
 
-            tools = choose_tools(
-                [*builtin_tools(), Task(agents)],
-                allowlist(merged(flags, file, "tools")),
-                bool(merged(flags, file, "no_bash")),
-            )
+            builtin = [] if merged(flags, file, "no_bash") else [*builtin_tools(), Task(agents)]
+            tools = choose_tools([*builtin, *own], allowlist(merged(flags, file, "tools")))
+        if any(t.name == "Skill" for t in tools):
+            system += "\n\n" + skills_prompt(skills)
         return cls(
             model=model,
             system=system,
@@ -129,6 +148,7 @@ class Settings:
             warnings=warnings,
             schema=schema,
             judge=flags.get("exit_code"),
+            react=bool(merged(flags, file, "react")),
         )
 
 
@@ -205,8 +225,20 @@ class Run:
         )
         toolbox = Toolbox(s.tools, ToolContext(deadline=self.deadline), self.lifecycle)
         self.agent = Agent(
-            self.transport, toolbox, self.session, s.system, s.max_steps, self.lifecycle
+            self.chat(self.transport), toolbox, self.session, s.system, s.max_steps, self.lifecycle
         )
+
+    def chat(self, transport: Any) -> Any:
+        """The transport the loop talks through: with --react, the text protocol around it."""
+        if not self.settings.react:
+            return transport
+        import re
+
+        from agi.react import ReactTransport
+
+        # o-series and GPT-5 reject `stop`; the adapter cuts at Observation: itself anyway
+        rejects_stop = re.match(r"(o\d|gpt-5)", self.settings.model.model) is not None
+        return ReactTransport(transport, send_stop=not rejects_stop)
 
     def start_hooks(self, source: str) -> str:
         """SessionStart: context for the first prompt; exported variables for the tools."""
@@ -269,7 +301,7 @@ class Run:
             lifecycle = Lifecycle(s.hooks, session, self.view.warn, "SubagentStop", agent.name)
             lifecycle.env = self.lifecycle.env if self.lifecycle else {}
         child = Agent(
-            transport,
+            self.chat(transport),
             Toolbox(tools, ToolContext(deadline=self.deadline), lifecycle),
             session,
             agent.system or s.system,
@@ -370,7 +402,7 @@ class Run:
         from agi.schema import ghost_json
 
         self.dispatch(StepStart(self.agent.steps + 1))
-        events = ghost_json(self.agent.transport, self.agent.messages(), schema, instruction)
+        events = ghost_json(self.transport, self.agent.messages(), schema, instruction)
         while True:
             try:
                 event = next(events)
@@ -402,7 +434,7 @@ class Run:
             self.started = time.monotonic()
             self.deadline = self.started + self.settings.timeout
             if self.agent is not None:
-                self.agent.transport.deadline = self.deadline
+                self.transport.deadline = self.deadline
                 self.agent.toolbox.ctx.deadline = self.deadline
 
     def cancel_tools(self) -> None:

@@ -86,14 +86,10 @@ class Task:
         that offers the tool sets it."""
         self.agents = {a.name: a for a in agents}
         self.spawn, self.depth = spawn, depth
-        kinds = "\n".join(f"- {a.name}: {a.description}" for a in agents)
-        self.description = (
-            "Start a subagent with its own context on a self-contained task, and get its final "
-            "answer. Give it everything it needs in `prompt`: it does not see this "
-            "conversation. Several Task calls in one reply run at the same time.\n"
-            f"subagent_type is one of:\n- {GENERAL}: the same tools as you"
-            + ("\n" + kinds if kinds else "")
-        )
+        from agi.prompts import harness_text
+
+        kinds = "".join(f"\n- {a.name}: {a.description}" for a in agents)
+        self.description = harness_text("task_tool").format(general=GENERAL, kinds=kinds)
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agi.config import ModelConfig
 
 ATTEMPTS = 3
+OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
 MAX_RETRY_WAIT = 60.0
 Event = TextDelta | ReasoningDelta
 
@@ -173,13 +174,10 @@ class Transport:
                         "seconds": round(time.monotonic() - started, 3),
                     }
                 )
-                if (
-                    e.status in (400, 422)
-                    and "stream_options" in str(e)
-                    and "stream_options" in body
-                ):
-                    body = {k: v for k, v in body.items() if k != "stream_options"}
-                    continue  # a server that rejects stream_options: ask again without it
+                dropped = next((k for k in OPTIONAL if k in body and k in str(e)), None)
+                if e.status in (400, 422) and dropped:
+                    body = {k: v for k, v in body.items() if k != dropped}
+                    continue  # a server that rejects an optional parameter: ask again without
                 if not e.retryable or asm.delivered or attempt == ATTEMPTS:
                     raise
                 self._wait_before_retry(e, attempt)

@@ -21,11 +21,18 @@ class ToolText(str):
     """A tool's result text, with the structured form hooks get as `tool_response`."""
 
     response: dict[str, Any] | None = None
+    error: bool = False  # a failure reported in the tool's own words (no `Error: ` prefix)
 
     @classmethod
     def with_response(cls, text: str, response: dict[str, Any]) -> ToolText:
         out = cls(text)
         out.response = response
+        return out
+
+    @classmethod
+    def failure(cls, text: str) -> ToolText:
+        out = cls(text)
+        out.error = True
         return out
 
 
@@ -70,11 +77,12 @@ def require(input: dict[str, Any], key: str, kind: type = str) -> Any:
 
 
 def builtin_tools() -> list[Tool]:
+    from agi.tools.calculate import Calculate
     from agi.tools.files import Edit, Read, TempDir, Write
     from agi.tools.shell import Bash
     from agi.tools.terminal import Terminal
 
-    return [Bash(), Read(), Write(), Edit(), TempDir(), Terminal()]
+    return [Bash(), Read(), Write(), Edit(), TempDir(), Terminal(), Calculate()]
 
 
 @dataclass
@@ -128,7 +136,7 @@ class Toolbox:
     def _execute(self, tool: Tool, input: dict[str, Any]) -> tuple[str, bool, Any]:
         try:
             output = tool.run(input, self.ctx)
-            return str(output), False, getattr(output, "response", None)
+            return str(output), getattr(output, "error", False), getattr(output, "response", None)
         except ToolError as e:
             return f"Error: {e}", True, None
         except OSError as e:

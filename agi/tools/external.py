@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
-from agi.tools import ToolContext, ToolError
+from agi.tools import ToolContext, ToolError, ToolText
 
 if TYPE_CHECKING:
     from agi.tools.shell import Output
@@ -62,24 +62,22 @@ class ExternalTool:
                 + (f"; its output so far:\n{text}" if text else "")
             )
         if code != 0:
-            # returned, not raised: Toolbox would prefix `Error: ` and the contract says
-            # the model reads exactly `Error (exit N): …`
-            return f"Error (exit {code}): {text or '(no output)'}"
+            # not raised: Toolbox would prefix `Error: `; the model reads `Error (exit N): …`
+            return ToolText.failure(f"Error (exit {code}): {text or '(no output)'}")
         return text or "(no output)"
 
     def execute(self, stdin: str, cwd: str, timeout: float) -> tuple[Output, int, bool]:
-        """Run the executable through Bash's machinery: own process group, one pipe, deadline.
+        """Run the executable as Bash runs commands: own process group, one pipe, deadline.
 
-        The input goes through a private temporary file, so a tool that never reads stdin cannot
-        block us and large inputs are no problem; `exec` makes the tool the group leader.
+        The input comes from a private temporary file, so a tool that never reads stdin cannot
+        block us and large inputs are no problem.
         """
-        from agi.tools.shell import Bash
+        from agi.tools.shell import run_process
 
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", prefix="agi-input-") as f:
-            f.write(stdin)
-            f.flush()
-            command = f"exec {shlex.quote(self.path)} < {shlex.quote(f.name)}"
-            return Bash(self.env).execute(command, cwd, timeout)
+        with tempfile.TemporaryFile() as f:
+            f.write(stdin.encode("utf-8"))
+            f.seek(0)
+            return run_process([self.path], cwd, timeout, self.env, stdin=f)
 
 
 def validate(description: Any, where: str) -> dict[str, Any]:

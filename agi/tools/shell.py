@@ -153,59 +153,70 @@ class Bash:
         return ToolText.with_response(text.lstrip("\n") or "(no output)", response)
 
     def execute(self, command: str, cwd: str, timeout: float) -> tuple[Output, int, bool]:
-        proc = subprocess.Popen(
-            ["bash", "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,  # one pipe: the order a terminal would show
-            cwd=cwd,
-            env=self.env,
-            start_new_session=True,
-        )
-        with _running_lock:
-            _running.add(proc)
-            _groups.add(proc.pid)
-        output, timed_out = Output(), False
-        deadline = time.monotonic() + timeout
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        sel = selectors.DefaultSelector()
-        sel.register(fd, selectors.EVENT_READ)
-        exited_at: float | None = None
-        eof = False
-        try:
-            while True:
-                now = time.monotonic()
-                if now >= deadline:
-                    timed_out = True
+        return run_process(["bash", "-c", command], cwd, timeout, self.env)
+
+
+def run_process(
+    argv: list[str],
+    cwd: str,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    stdin: Any = subprocess.DEVNULL,
+) -> tuple[Output, int, bool]:
+    """Run argv in its own process group, stdout and stderr in one pipe, within `timeout`."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one pipe: the order a terminal would show
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    with _running_lock:
+        _running.add(proc)
+        _groups.add(proc.pid)
+    output, timed_out = Output(), False
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    exited_at: float | None = None
+    eof = False
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if eof:  # the command closed its output but may still be running
+                if exited_at is not None:
                     break
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
-                if eof:  # the command closed its output but may still be running
-                    if exited_at is not None:
-                        break
-                    try:
-                        proc.wait(timeout=min(0.05, deadline - now))
-                    except subprocess.TimeoutExpired:
-                        pass
-                    continue
-                if exited_at is not None and now - exited_at > DRAIN_SECONDS:
-                    break  # background children keep the pipe open; do not wait for them
-                if not sel.select(timeout=min(0.05, deadline - now)):
-                    continue
-                data = os.read(fd, 65536)
-                if data:
-                    output.add(data)
-                else:
-                    eof = True
-        finally:
-            sel.close()
-            if timed_out or proc.poll() is None:
-                kill_group(proc)
-            proc.stdout.close()
-            with _running_lock:
-                _running.discard(proc)
-        if timed_out:
-            return output, -1, True
-        code = proc.wait()
-        return output, 128 - code if code < 0 else code, False  # a signal, as $? shows it
+                try:
+                    proc.wait(timeout=min(0.05, deadline - now))
+                except subprocess.TimeoutExpired:
+                    pass
+                continue
+            if exited_at is not None and now - exited_at > DRAIN_SECONDS:
+                break  # background children keep the pipe open; do not wait for them
+            if not sel.select(timeout=min(0.05, deadline - now)):
+                continue
+            data = os.read(fd, 65536)
+            if data:
+                output.add(data)
+            else:
+                eof = True
+    finally:
+        sel.close()
+        if timed_out or proc.poll() is None:
+            kill_group(proc)
+        proc.stdout.close()
+        with _running_lock:
+            _running.discard(proc)
+    if timed_out:
+        return output, -1, True
+    code = proc.wait()
+    return output, 128 - code if code < 0 else code, False  # a signal, as $? shows it
