@@ -51,6 +51,8 @@ class Lifecycle:
             self.session.path.name, self.session.messages_file, os.getcwd(), event
         )
         payload.update(fields)
+        if self.session.secrets:  # API keys never reach a hook, even inside a tool's output
+            payload = json.loads(self.session.redact(json.dumps(payload)))
         outcome = self.hooks.run(event, payload, env=self.env or None)
         for run in outcome.runs:
             self.session.trace(run)

@@ -289,7 +289,7 @@ class Transport:
             self._check_cancelled()
             self._check_deadline()
             now = time.monotonic()
-            if line.startswith(":"):
+            if not line or line.startswith(":"):  # keep-alives and event ends are not data
                 if now - last_data > self.config.idle_timeout:
                     raise ProviderError(
                         f"the stream sent only keep-alives for {self.config.idle_timeout:g} s",

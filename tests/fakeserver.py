@@ -8,6 +8,8 @@ when the script runs out, the last step repeats. Steps:
     calls(("Bash", {...}), ...)         several tool calls in one reply
     status(500, {"error": ...})         an HTTP error
     hang()                              accept the request and never answer
+    reset(raw_bytes) / reset(frames=[…])  write bytes (or a 200 and SSE frames), then send RST
+    keepalive()                         a 200 event stream of `: keep-alive` comments, forever
     raw(b"...", content_type)           bytes as they are
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -94,6 +98,16 @@ def hang() -> Step:
     return {"kind": "hang"}
 
 
+def reset(raw_bytes: bytes = b"", frames: list[bytes] | None = None) -> Step:
+    """Write `raw_bytes` as they are (e.g. half the headers), or a 200 with `frames`, then RST."""
+    return {"kind": "reset", "raw": raw_bytes, "frames": frames}
+
+
+def keepalive(interval: float = 0.2) -> Step:
+    """A 200 event stream that sends only `: keep-alive` comments, forever."""
+    return {"kind": "keepalive", "interval": interval}
+
+
 def raw(data: bytes, content_type: str = "text/event-stream", delay: float = 0.0) -> Step:
     return {"kind": "sse", "frames": [data], "delay": delay, "content_type": content_type}
 
@@ -154,6 +168,30 @@ class FakeModel:
             def play(self, step: Step) -> None:
                 if step["kind"] == "hang":
                     fake.stopping.wait(120)
+                    return
+                if step["kind"] == "reset":
+                    if step["frames"] is not None:
+                        self.send_response(200)
+                        self.send_header("content-type", "text/event-stream")
+                        self.end_headers()
+                        for frame in step["frames"]:
+                            self.wfile.write(frame)
+                    else:
+                        self.wfile.write(step["raw"])
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                    linger = struct.pack("ii", 1, 0)  # close with RST, not FIN
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                    self.connection.close()
+                    self.close_connection = True
+                    return
+                if step["kind"] == "keepalive":
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    while not fake.stopping.wait(step["interval"]):
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
                     return
                 if step["kind"] == "status":
                     data = json.dumps(step["body"]).encode()
