@@ -12,7 +12,8 @@ from typing import Any
 
 from agi import __version__
 from agi.errors import AgiError, Interrupted, UsageError
-from agi.run import Run, Settings
+from agi.run import Run
+from agi.settings import Settings
 
 DESCRIPTION = "A lightweight LLM agent that behaves like a UNIX tool."
 EPILOG = """\

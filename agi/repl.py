@@ -57,7 +57,7 @@ def enable_history(home: Path) -> None:
 
 
 def command(run: Any, line: str) -> None:
-    from agi.run import system_prompt
+    from agi.settings import system_prompt
 
     name, _, rest = line.partition(" ")
     if name == "/session":
