@@ -8,12 +8,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi import __version__
 from agi.errors import AgiError, Interrupted, UsageError
-from agi.run import Run
-from agi.settings import Settings
+
+if TYPE_CHECKING:
+    from agi.run import Run
 
 DESCRIPTION = "A lightweight LLM agent that behaves like a UNIX tool."
 EPILOG = """\
@@ -172,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.cont and (args.session or args.fork):
             raise UsageError("--continue cannot be used with --session or --fork")
         prompt = "" if args.repl else read_prompt(args)
+        from agi.run import Run  # after parsing: --version and --help stay light
+        from agi.settings import Settings
+
         settings = Settings.load(vars(args))
         run = Run(settings, started, interactive=args.repl)
         path = Path(args.session) if args.session else None
