@@ -14,11 +14,10 @@ import re
 import uuid
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall
-from agi.prompts import HERE
+from agi.prompts import sections
 
 if TYPE_CHECKING:
     from agi.tools import Tool
@@ -37,15 +36,9 @@ QUOTES = ('"""', "'''", '"', "'", "`")
 ToolLike = Any  # a Tool, or its OpenAI `tools` entry ({"type": "function", "function": {...}})
 
 
-@cache
 def react_text(name: str) -> str:
     """A section `## name` of prompts/react.md."""
-    text = (HERE / "react.md").read_text(encoding="utf-8")
-    sections = {}
-    for block in text.split("\n## ")[1:]:
-        title, _, body = block.partition("\n")
-        sections[title.strip()] = body.strip()
-    return sections[name]
+    return sections("react.md")[name]
 
 
 def _table(tools: Iterable[ToolLike]) -> dict[str, tuple[str, dict[str, Any]]]:

@@ -13,11 +13,16 @@ def default_system_prompt() -> str:
 
 
 @cache
-def harness_text(name: str) -> str:
-    """A section `## name` of harness.md: what the harness says to the model in situation `name`."""
-    text = (HERE / "harness.md").read_text(encoding="utf-8")
-    sections = {}
+def sections(file: str) -> dict[str, str]:
+    """The `## name` sections of a prompts file, by name."""
+    text = (HERE / file).read_text(encoding="utf-8")
+    found = {}
     for block in text.split("\n## ")[1:]:
         title, _, body = block.partition("\n")
-        sections[title.strip()] = body.strip()
-    return sections[name]
+        found[title.strip()] = body.strip()
+    return found
+
+
+def harness_text(name: str) -> str:
+    """What the harness says to the model in situation `name` (a section of harness.md)."""
+    return sections("harness.md")[name]
