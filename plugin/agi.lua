@@ -1,0 +1,33 @@
+-- agi: the user commands, the remote-plugin registration and the host warm-up. See :help agi.
+if vim.g.loaded_agi then return end
+vim.g.loaded_agi = true
+
+-- The remote-plugin manifest must be read before agi looks for itself in it.
+vim.cmd('runtime plugin/rplugin.vim')
+require('agi')._register()
+
+local command = function(name, fn, opts) vim.api.nvim_create_user_command(name, fn, opts) end
+local range = function(o) return o.range > 0 and { o.line1, o.line2 } or nil end
+
+command('AgiRefactor', function(o) require('agi').refactor(o.args, range(o)) end, {
+  range = true,
+  nargs = '*',
+  desc = 'agi: rewrite the lines in range as instructed',
+})
+command('AgiImplement', function(o) require('agi').implement(o.args, range(o)) end, {
+  range = true,
+  nargs = '*',
+  desc = 'agi: implement the function described by the comment or signature',
+})
+command('AgiCancel', function() require('agi').cancel() end, { desc = "agi: cancel this buffer's requests" })
+command('AgiAccept', function() require('agi').accept() end, { desc = 'agi: apply the previewed change' })
+command('AgiReject', function() require('agi').reject() end, { desc = 'agi: drop the previewed change' })
+command('AgiLog', function() require('agi').log() end, { desc = 'agi: open the log of the last request' })
+
+-- Start the Python host once the editor is up, so that no command waits for it.
+local warmup = function() vim.defer_fn(require('agi')._warmup, 50) end
+if vim.v.vim_did_enter == 1 then
+  warmup()
+else
+  vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = warmup })
+end
