@@ -116,6 +116,24 @@ def build_parser() -> Parser:
         default=None,
         help="no Bash, nor any other built-in tool: only your own tools, skills and MCP tools",
     )
+    p.add_argument(
+        "--sandbox",
+        choices=["off", "read-only", "workspace"],
+        help="run Bash, user tools and terminals inside bubblewrap (default off)",
+    )
+    p.add_argument(
+        "--allow-write",
+        action="append",
+        metavar="DIR",
+        help="with --sandbox workspace: a writable directory (repeatable; default: the "
+        "working directory)",
+    )
+    p.add_argument(
+        "--no-network",
+        action="store_true",
+        default=None,
+        help="with --sandbox: no network inside the sandbox",
+    )
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")
     p.add_argument("--output", choices=["text", "json", "jsonl"], help="output format (text)")
     p.add_argument(

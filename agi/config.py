@@ -60,6 +60,12 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     "tool": _names,
     "tools_dir": _names,
     "react": _bool,
+    "sandbox": (
+        lambda v: v in ("off", "read-only", "workspace"),
+        "one of off, read-only, workspace",
+    ),
+    "allow_write": _names,
+    "no_network": _bool,
 }
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "base_url": _str,

@@ -57,6 +57,9 @@ class Silent:
     def judgement(self, success: bool, reason: str) -> None:
         pass
 
+    def sandbox(self, label: str) -> None:
+        pass
+
     def finish(self, session: str, usage: Usage, seconds: float, steps: int) -> None:
         pass
 
@@ -152,6 +155,9 @@ class Terminal(Silent):
                 self.out.write("\r\033[K")
             self.out.flush()
         self.status = ""
+
+    def sandbox(self, label: str) -> None:
+        self.write(self.paint(f"⛉ sandbox {label}", DIM))
 
     def judgement(self, success: bool, reason: str) -> None:
         mark = self.paint("✓ success", CYAN) if success else self.paint("✗ failure", RED)

@@ -29,6 +29,8 @@ class Run:
         self.view = self.make_view()
         for warning in settings.warnings:
             self.view.warn(warning)
+        if settings.sandbox.enabled:
+            self.view.sandbox(settings.sandbox.label())
         self.lifecycle: Any = None
         self.verdict: dict[str, Any] | None = None
         self.children: list[Any] = []  # subagents' transports, cancelled at exit
@@ -86,7 +88,8 @@ class Run:
         self.transport = Transport(
             s.model, trace=self.session.trace, deadline=self.deadline, timeout=s.timeout
         )
-        toolbox = Toolbox(s.tools, ToolContext(deadline=self.deadline), self.lifecycle)
+        ctx = ToolContext(deadline=self.deadline, sandbox=s.sandbox)
+        toolbox = Toolbox(s.tools, ctx, self.lifecycle)
         self.agent = Agent(
             self.chat(self.transport), toolbox, self.session, s.system, s.max_steps, self.lifecycle
         )
@@ -164,7 +167,7 @@ class Run:
             lifecycle.env = self.lifecycle.env if self.lifecycle else {}
         child = Agent(
             self.chat(transport),
-            Toolbox(tools, ToolContext(deadline=self.deadline), lifecycle),
+            Toolbox(tools, ToolContext(deadline=self.deadline, sandbox=s.sandbox), lifecycle),
             session,
             agent.system or s.system,
             s.max_steps,
@@ -201,6 +204,7 @@ class Run:
                     "pid": os.getpid(),
                     "system": s.system,
                     "tools": [t.name for t in s.tools],
+                    "sandbox": s.sandbox.record(),
                 }
             )
             if not session.meta_file.exists():

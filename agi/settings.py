@@ -8,6 +8,7 @@ from typing import Any
 
 from agi.config import ModelConfig
 from agi.errors import UsageError
+from agi.sandbox import Policy
 
 
 def system_prompt(files: list[str] | None) -> str:
@@ -73,6 +74,7 @@ class Settings:
     react: bool = False  # the text ReAct protocol instead of native tool calls
     schema: dict[str, Any] | None = None  # --schema, as JSON Schema
     judge: str | None = None  # --exit-code: its criteria, "" for the generic rule
+    sandbox: Policy = field(default_factory=Policy)  # --sandbox, --allow-write, --no-network
 
     @classmethod
     def load(cls, flags: dict[str, Any]) -> Settings:
@@ -82,6 +84,15 @@ class Settings:
         path = config_path()
         file = load_file(path)
         model = resolve_model(flags, file, path)
+        mode = merged(flags, file, "sandbox", "off")
+        if flags.get("allow_write") and mode != "workspace":
+            raise UsageError("--allow-write needs --sandbox workspace")
+        sandbox = Policy.load(
+            mode,
+            listed(merged(flags, file, "allow_write")),
+            bool(merged(flags, file, "no_network")),
+        )
+        sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
         system = system_prompt(merged(flags, file, "sys"))
         schema = None
         if flags.get("schema") is not None:
@@ -144,4 +155,5 @@ class Settings:
             schema=schema,
             judge=flags.get("exit_code"),
             react=bool(merged(flags, file, "react")),
+            sandbox=sandbox,
         )

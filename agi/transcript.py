@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
+from agi.sandbox import Policy
 from agi.session import Session, iter_sessions, session_size
 
 
@@ -67,8 +68,14 @@ def show(path: Path) -> str:
         for t in _jsonl(path / "trace.jsonl")
         if t.get("type") == "response" and not t.get("error") and not t.get("ghost")
     ]
+    sandboxes = [  # each run's, in order; runs before --sandbox existed recorded none
+        Policy.from_record(t["sandbox"]).label()
+        for t in _jsonl(path / "trace.jsonl")
+        if t.get("type") == "run" and isinstance(t.get("sandbox"), dict)
+    ]
     out = [
         f"session {path}  ·  model {meta.get('model', '?')}  ·  {len(session.messages)} messages"
+        + (f"  ·  sandbox {', '.join(dict.fromkeys(sandboxes))}" if sandboxes else "")
     ]
     replies = iter(model_times)
     for m in session.messages:

@@ -140,7 +140,9 @@ def _ask(job: Job, session: Session, settings: Any, prompt: str) -> Reply:
         lifecycle = Lifecycle(settings.hooks, session, job.notice)
         context = lifecycle.session_start("startup", settings.model.label)
         prompt = f"{prompt}\n\n{context}" if context else prompt
-    ctx = ToolContext(cwd=job.request.get("cwd") or os.getcwd(), deadline=deadline)
+    ctx = ToolContext(
+        cwd=job.request.get("cwd") or os.getcwd(), deadline=deadline, sandbox=settings.sandbox
+    )
     agent = Agent(
         transport,
         Toolbox(settings.tools, ctx, lifecycle),

@@ -7,10 +7,13 @@ import time
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agi.errors import AgiError
 from agi.messages import ToolCall, ToolEnd, ToolStart
+
+if TYPE_CHECKING:
+    from agi.sandbox import Policy
 
 
 class ToolError(Exception):
@@ -40,10 +43,17 @@ def _with_notes(text: str, notes: list[str]) -> str:
     return "\n\n".join([text, *[n for n in notes if n]])
 
 
+def _no_sandbox() -> Policy:
+    from agi.sandbox import Policy
+
+    return Policy()
+
+
 @dataclass
 class ToolContext:
     cwd: str = field(default_factory=os.getcwd)
     deadline: float | None = None  # time.monotonic() value
+    sandbox: Policy = field(default_factory=_no_sandbox)  # what commands and writes may touch
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())

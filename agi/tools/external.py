@@ -28,6 +28,7 @@ from agi.errors import UsageError
 from agi.tools import ToolContext, ToolError, ToolText
 
 if TYPE_CHECKING:
+    from agi.sandbox import Policy
     from agi.tools.shell import Output
 
 DEFAULT_TIMEOUT = 120.0  # seconds a call may take
@@ -54,7 +55,7 @@ class ExternalTool:
         left = ctx.remaining()
         if left is not None:
             timeout = min(timeout, left)
-        output, code, timed_out = self.execute(json.dumps(input), ctx.cwd, timeout)
+        output, code, timed_out = self.execute(json.dumps(input), ctx.cwd, timeout, ctx.sandbox)
         text = output.text().strip("\n")
         if timed_out:
             raise ToolError(
@@ -66,7 +67,9 @@ class ExternalTool:
             return ToolText.failure(f"Error (exit {code}): {text or '(no output)'}")
         return text or "(no output)"
 
-    def execute(self, stdin: str, cwd: str, timeout: float) -> tuple[Output, int, bool]:
+    def execute(
+        self, stdin: str, cwd: str, timeout: float, sandbox: Policy | None = None
+    ) -> tuple[Output, int, bool]:
         """Run the executable as Bash runs commands: own process group, one pipe, deadline.
 
         The input comes from a private temporary file, so a tool that never reads stdin cannot
@@ -77,7 +80,7 @@ class ExternalTool:
         with tempfile.TemporaryFile() as f:
             f.write(stdin.encode("utf-8"))
             f.seek(0)
-            return run_process([self.path], cwd, timeout, self.env, stdin=f)
+            return run_process([self.path], cwd, timeout, self.env, stdin=f, sandbox=sandbox)
 
 
 def validate(description: Any, where: str) -> dict[str, Any]:

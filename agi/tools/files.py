@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +76,7 @@ class Write:
     }
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = resolve(require(input, "file_path"), ctx)
+        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
         content = require(input, "content")
         if path.is_dir():
             raise ToolError(f"{path} is a directory")
@@ -107,7 +105,7 @@ class Edit:
     }
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = resolve(require(input, "file_path"), ctx)
+        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
         old, new = require(input, "old_string"), require(input, "new_string")
         if old == new:
             raise ToolError("old_string and new_string are the same")
@@ -135,6 +133,4 @@ class TempDir:
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = tempfile.mkdtemp(prefix="agi-")
-        os.chmod(path, 0o700)
-        return path
+        return ctx.sandbox.temp_dir()  # in a sandbox: a directory its commands may write too

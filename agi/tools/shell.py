@@ -8,9 +8,12 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.tools import ToolContext, ToolError, ToolText, require
+
+if TYPE_CHECKING:
+    from agi.sandbox import Policy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -135,7 +138,7 @@ class Bash:
         left = ctx.remaining()
         if left is not None:
             timeout = min(timeout, left)
-        output, code, timed_out = self.execute(command, ctx.cwd, timeout)
+        output, code, timed_out = self.execute(command, ctx.cwd, timeout, ctx.sandbox)
         shown = output.text()
         text = shown.rstrip("\n")
         if timed_out:
@@ -152,8 +155,10 @@ class Bash:
         }
         return ToolText.with_response(text.lstrip("\n") or "(no output)", response)
 
-    def execute(self, command: str, cwd: str, timeout: float) -> tuple[Output, int, bool]:
-        return run_process(["bash", "-c", command], cwd, timeout, self.env)
+    def execute(
+        self, command: str, cwd: str, timeout: float, sandbox: Policy | None = None
+    ) -> tuple[Output, int, bool]:
+        return run_process(["bash", "-c", command], cwd, timeout, self.env, sandbox=sandbox)
 
 
 def run_process(
@@ -162,8 +167,15 @@ def run_process(
     timeout: float,
     env: dict[str, str] | None = None,
     stdin: Any = subprocess.DEVNULL,
+    sandbox: Policy | None = None,
 ) -> tuple[Output, int, bool]:
-    """Run argv in its own process group, stdout and stderr in one pipe, within `timeout`."""
+    """Run argv in its own process group, stdout and stderr in one pipe, within `timeout`.
+
+    Under a sandbox bwrap leads the group; its PID namespace and --die-with-parent take every
+    process of the command down with it, so killing the group still leaves nothing behind.
+    """
+    if sandbox is not None:
+        argv = sandbox.wrap(argv, cwd)
     proc = subprocess.Popen(
         argv,
         stdin=stdin,

@@ -10,9 +10,12 @@ import signal
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.tools import ToolContext, ToolError, require
+
+if TYPE_CHECKING:
+    from agi.sandbox import Policy
 
 DEFAULT_ROWS, DEFAULT_COLS = 24, 80
 DEFAULT_WAIT_MS = 1000
@@ -139,13 +142,28 @@ def pyte_classes() -> tuple[Any, Any]:
     return _classes
 
 
-def spawn(command: str, cwd: str, rows: int, cols: int, env: dict[str, str]) -> tuple[int, int]:
-    """Fork `bash -c command` as the leader of a new session whose controlling terminal is a pty."""
+def spawn(
+    command: str,
+    cwd: str,
+    rows: int,
+    cols: int,
+    env: dict[str, str],
+    sandbox: Policy | None = None,
+) -> tuple[int, int]:
+    """Fork `bash -c command` as the leader of a new session whose controlling terminal is a pty.
+
+    Under a sandbox bwrap runs in that session without --new-session, so the program keeps the
+    pty as its controlling terminal (job control, Ctrl-C); close_all ends it with the run.
+    """
     import fcntl
     import pty
     import struct
     import termios
 
+    argv = ["bash", "-c", command]
+    if sandbox is not None:  # wrapped before the fork: the child only execs
+        # no --die-with-parent: it would follow the tool call's thread, which ends before we do
+        argv = sandbox.wrap(argv, cwd, die_with_parent=False)
     winsize = struct.pack("HHHH", rows, cols, 0, 0)
     pid, fd = pty.fork()
     if pid == 0:  # the child: only what must happen before exec
@@ -154,7 +172,7 @@ def spawn(command: str, cwd: str, rows: int, cols: int, env: dict[str, str]) -> 
             os.chdir(cwd)
             for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):  # Python ignores these
                 signal.signal(sig, signal.SIG_DFL)
-            os.execvpe("bash", ["bash", "-c", command], env)
+            os.execvpe(argv[0], argv, env)
         except BaseException as e:
             os.write(2, f"agi: cannot start bash: {e}\r\n".encode())
         os._exit(127)
@@ -166,7 +184,16 @@ def spawn(command: str, cwd: str, rows: int, cols: int, env: dict[str, str]) -> 
 class Program:
     """One program in a pseudo-terminal; a reader thread feeds its output to a pyte screen."""
 
-    def __init__(self, id: str, command: str, cwd: str, rows: int, cols: int, env: dict[str, str]):
+    def __init__(
+        self,
+        id: str,
+        command: str,
+        cwd: str,
+        rows: int,
+        cols: int,
+        env: dict[str, str],
+        sandbox: Policy | None = None,
+    ):
         self.id, self.rows, self.cols = id, rows, cols
         screen_class, stream_class = pyte_classes()
         self.screen = screen_class(cols, rows, self.reply)
@@ -179,7 +206,7 @@ class Program:
         self.eof = False
         self.stopping = False
         self.status: int | None = None
-        self.pid, self.fd = spawn(command, cwd, rows, cols, env)
+        self.pid, self.fd = spawn(command, cwd, rows, cols, env, sandbox)
         self.thread = threading.Thread(target=self.pump, name=f"terminal {id}", daemon=True)
         self.thread.start()
 
@@ -447,5 +474,5 @@ class Terminal:
                 raise ToolError(f"terminal {id} is in use; close it first or pick another id")
             if len(_terminals) >= MAX_TERMINALS:
                 raise ToolError(f"{MAX_TERMINALS} terminals are open; close one first")
-            program = _terminals[id] = Program(id, command, ctx.cwd, rows, cols, env)
+            program = _terminals[id] = Program(id, command, ctx.cwd, rows, cols, env, ctx.sandbox)
         return program
