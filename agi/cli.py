@@ -109,6 +109,12 @@ def build_parser() -> Parser:
     p.add_argument(
         "--agents", action="append", metavar="DIR", help="subagent definitions (repeatable)"
     )
+    p.add_argument(
+        "--mcp",
+        action="append",
+        metavar="FILE",
+        help="MCP servers in Claude Code's mcpServers format (repeatable)",
+    )
     p.add_argument("--no-tools", action="store_true", default=None, help="offer no tools")
     p.add_argument(
         "--no-bash",

@@ -59,6 +59,7 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     "agents": _names,
     "tool": _names,
     "tools_dir": _names,
+    "mcp": _names,
     "react": _bool,
     "sandbox": (
         lambda v: v in ("off", "read-only", "workspace"),

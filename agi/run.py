@@ -350,6 +350,10 @@ class Run:
             from agi.tools.terminal import close_all
 
             close_all()
+        if "agi.mcp" in sys.modules:
+            from agi.mcp import close_all as close_mcp
+
+            close_mcp()
         if self.transport is not None:
             self.transport.close()
         if self.session is not None:

@@ -122,6 +122,13 @@ class Settings:
 
             own, found = load_tools(tool_files, tool_dirs, agi_home() / "tool-cache.json")
             warnings += found
+        mcp_files = paths(flags, file, "mcp", path.parent / "mcp.json")
+        if mcp_files and not merged(flags, file, "no_tools"):
+            from agi.mcp import load_mcp
+
+            mcp_tools, found = load_mcp(mcp_files, agi_home() / "mcp-cache.json")
+            own += mcp_tools
+            warnings += found
         skills: list[Any] = []
         skill_dirs = paths(flags, file, "skills", path.parent / "skills")
         if skill_dirs:
