@@ -7,13 +7,14 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from agi import __version__
 from agi.errors import AgiError, Interrupted, UsageError
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: --version and --help import neither typing
+if TYPE_CHECKING:  # nor pathlib nor the engine
+    from typing import Any
+
     from agi.run import Run
 
 DESCRIPTION = "A lightweight LLM agent that behaves like a UNIX tool."
@@ -197,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cont and (args.session or args.fork):
             raise UsageError("--continue cannot be used with --session or --fork")
         prompt = "" if args.repl else read_prompt(args)
+        from pathlib import Path
+
         from agi.run import Run  # after parsing: --version and --help stay light
         from agi.settings import Settings
 
@@ -227,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def inspect(args: argparse.Namespace) -> int:
     """--list-sessions and --show: read-only views of the sessions."""
+    from pathlib import Path
+
     from agi.config import agi_home
     from agi.transcript import list_sessions, show
 

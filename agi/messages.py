@@ -102,10 +102,11 @@ def wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     DeepSeek's thinking mode requires `reasoning_content` on assistant messages with tool_calls
     and older reasoners reject it elsewhere; vLLM and Ollama accept `reasoning` the same way.
     """
-    if msg.get("role") != "assistant":
+    if msg.get("role") != "assistant" or msg.get("tool_calls"):
         return msg
-    keep = bool(msg.get("tool_calls"))
-    return {k: v for k, v in msg.items() if keep or k not in REASONING_FIELDS}
+    if not any(k in msg for k in REASONING_FIELDS):
+        return msg  # nothing to drop: no copy (every request re-sends the whole conversation)
+    return {k: v for k, v in msg.items() if k not in REASONING_FIELDS}
 
 
 # Events yielded by the agent loop; renderers and JSON output consume them.

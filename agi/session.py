@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import secrets as _secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +36,7 @@ def append_line(path: Path, line: str) -> None:
 
 
 def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + _secrets.token_hex(3)
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 class Session:

@@ -7,7 +7,7 @@ replayed through them. `agi.transport` does the HTTP part.
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -277,7 +277,7 @@ class StreamAssembler:
     def finish(self) -> Reply:
         self.flush()
         calls = [
-            ToolCall(c.id or f"call_{uuid.uuid4().hex[:24]}", c.name, c.arguments)
+            ToolCall(c.id or f"call_{os.urandom(12).hex()}", c.name, c.arguments)
             for c in self.calls
             if c.name
         ]

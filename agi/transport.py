@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import json
 import random
 import socket
@@ -42,6 +41,8 @@ def retry_after(headers: Any) -> float | None:
     try:
         return float(value)
     except ValueError:
+        import email.utils
+
         when = email.utils.parsedate_to_datetime(value) if value else None
         return max(0.0, when.timestamp() - time.time()) if when else None
 
@@ -66,6 +67,31 @@ def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
         yield buf.rstrip(b"\r").decode("utf-8", "replace")
 
 
+def lazy_tls_transport() -> httpx.BaseTransport:
+    """httpx's transport, but TLS is set up on the first https request: loading the CA
+    certificates costs 20-40 ms per run, wasted on a plain-http endpoint (a local model)."""
+    import httpx
+
+    class LazyTLS(httpx.BaseTransport):
+        def __init__(self) -> None:
+            self.plain = httpx.HTTPTransport(verify=False)  # only ever given http:// URLs
+            self.tls: httpx.HTTPTransport | None = None
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.scheme == "http":
+                return self.plain.handle_request(request)
+            if self.tls is None:
+                self.tls = httpx.HTTPTransport()
+            return self.tls.handle_request(request)
+
+        def close(self) -> None:
+            self.plain.close()
+            if self.tls is not None:
+                self.tls.close()
+
+    return LazyTLS()
+
+
 class Transport:
     """Streams one chat completion per call; the caller owns the conversation."""
 
@@ -81,6 +107,7 @@ class Transport:
         self.deadline = deadline  # time.monotonic() value, or None
         self.timeout = timeout  # the --timeout it came from, for messages
         self._client: httpx.Client | None = None
+        self._previous: dict[str, Any] = {}  # the last request's body, for the trace
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self.cancelled = threading.Event()
 
@@ -89,7 +116,7 @@ class Transport:
         if self._client is None:
             import httpx
 
-            self._client = httpx.Client(http2=False, follow_redirects=True)
+            self._client = httpx.Client(follow_redirects=True, transport=lazy_tls_transport())
         return self._client
 
     def close(self) -> None:
@@ -160,7 +187,7 @@ class Transport:
         for attempt in range(1, ATTEMPTS + 1):
             asm = StreamAssembler()
             started = time.monotonic()
-            trace({"type": "request", "attempt": attempt, "url": self.url, "body": body})
+            trace({"type": "request", "attempt": attempt, "url": self.url, **self._traced(body)})
             try:
                 reply = yield from self._once(body, asm)
             except ProviderError as e:
@@ -195,6 +222,23 @@ class Transport:
             )
             return reply
         raise AssertionError("unreachable")
+
+    def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request as the trace keeps it. What this transport's previous request already
+        carried is not written again: `same` counts the leading messages (and flags the tools)
+        that are as before, so a trace grows with the conversation rather than its square."""
+        previous, self._previous = self._previous, body
+        messages, before = body["messages"], previous.get("messages", [])
+        kept, limit = 0, min(len(messages), len(before))
+        while kept < limit and messages[kept] == before[kept]:
+            kept += 1
+        same: dict[str, Any] = {"messages": kept} if kept else {}
+        if body.get("tools") and body.get("tools") == previous.get("tools"):
+            same["tools"] = True
+        if not same:
+            return {"body": body}
+        short = {k: v for k, v in body.items() if k not in same}
+        return {"body": {**short, "messages": messages[kept:]}, "same": same}
 
     def _wait_before_retry(self, error: ProviderError, attempt: int) -> None:
         asked = getattr(error, "retry_after", None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Generator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -169,6 +168,8 @@ class Toolbox:
             results = [self.run_one(calls[0])]
             yield ToolEnd(calls[0], results[0].text, results[0].is_error, results[0].seconds)
             return results
+        from concurrent.futures import ThreadPoolExecutor
+
         results = []
         pool = ThreadPoolExecutor(max_workers=min(8, len(calls)))
         try:
