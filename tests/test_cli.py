@@ -238,31 +238,6 @@ def test_sigint_exits_130_and_keeps_the_session(env, tmp_path):
     assert sent == ["user", "assistant", "tool", "user"]
 
 
-def test_ten_concurrent_runs_on_one_session(env, tmp_path):
-    session = tmp_path / "shared-session"
-    with FakeModel(lambda body: text("reply to " + body["messages"][-1]["content"])) as server:
-        env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        procs = [
-            subprocess.Popen(
-                [AGI, "--session", str(session), f"prompt {i}"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in range(10)
-        ]
-        results = [p.communicate(timeout=60) for p in procs]
-    assert [p.returncode for p in procs] == [0] * 10, results
-    stored = lines(session / "messages.jsonl")  # every line parses
-    assert len(stored) == 20
-    prompts = {m["content"] for m in stored if m["role"] == "user"}
-    assert prompts == {f"prompt {i}" for i in range(10)}
-    for i in range(0, 20, 2):  # each answer follows its own prompt
-        assert stored[i + 1]["content"] == "reply to " + stored[i]["content"]
-
-
 def test_api_key_never_reaches_the_session(agi, tmp_path):
     key = "sk-test-9f8e7d6c5b4a39281706"
     session = tmp_path / "s"

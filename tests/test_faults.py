@@ -166,7 +166,9 @@ def test_sigint_and_sigterm_during_a_hook(env, tmp_path):
             assert r.returncode == 0 and r.stdout == "later\n"
 
 
-def test_twenty_runs_on_one_session(env, tmp_path):
+@pytest.mark.parametrize("n", [10, 20])
+def test_concurrent_runs_on_one_session(env, tmp_path, n):
+    """Every line of messages.jsonl parses, every prompt is there, each answer follows its own."""
     s = tmp_path / "s"
     with FakeModel(lambda body: text("re: " + body["messages"][-1]["content"])) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
@@ -179,15 +181,17 @@ def test_twenty_runs_on_one_session(env, tmp_path):
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            for i in range(20)
+            for i in range(n)
         ]
         outs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0] * 20, outs
+    assert [p.returncode for p in procs] == [0] * n, outs
     stored = [json.loads(x) for x in (s / "messages.jsonl").read_text().splitlines()]
     assert sorted(m["content"] for m in stored if m["role"] == "user") == sorted(
-        f"p{i}" for i in range(20)
+        f"p{i}" for i in range(n)
     )
-    assert json.loads((s / "meta.json").read_text())["messages"] == 40
+    for i in range(0, 2 * n, 2):  # whole turns: each answer right after its own prompt
+        assert stored[i + 1]["content"] == "re: " + stored[i]["content"]
+    assert json.loads((s / "meta.json").read_text())["messages"] == 2 * n
 
 
 def test_fifty_runs_on_fifty_sessions(env, tmp_path):
