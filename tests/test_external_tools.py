@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import time
 import uuid
@@ -26,14 +25,9 @@ from agi.tools.external import (
     load_tools,
 )
 
-from conftest import AGI
 from fakeserver import FakeModel, call, calls, text
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tools"
-HELP = subprocess.run([AGI, "--help"], capture_output=True, text=True).stdout if AGI else ""
-needs_cli = pytest.mark.skipif(
-    not re.search(r"--tool(?![\w-])", HELP), reason="the CLI has no --tool yet"
-)
 
 
 def write_tool(where: Path, filename: str, source: str, mode: int = 0o755) -> Path:
@@ -336,7 +330,6 @@ def test_the_example_tools(tmp_path):
 # --- end to end, through the real executable ----------------------------------------------------
 
 
-@needs_cli
 def test_no_bash_with_one_tool_offers_exactly_that_tool(agi, tmp_path):
     path = write_tool(tmp_path / "bin", "greet", describing("greet", 'echo "hi $(cat)"'))
     with FakeModel(call("greet", x="there"), text("done")) as server:
@@ -348,7 +341,6 @@ def test_no_bash_with_one_tool_offers_exactly_that_tool(agi, tmp_path):
     assert results == ['hi {"x": "there"}']
 
 
-@needs_cli
 def test_a_bash_tool_and_a_python_tool_are_offered_and_called(agi, tmp_path):
     sh = write_tool(tmp_path / "bin", "sh-tool", describing("sh_tool", "echo from bash; exit 3"))
     py = write_tool(
@@ -370,7 +362,6 @@ def test_a_bash_tool_and_a_python_tool_are_offered_and_called(agi, tmp_path):
     assert results == ["Error (exit 3): from bash", "from python 42"]
 
 
-@needs_cli
 def test_tools_dir_and_the_config_tools_dir_with_a_cache_in_agi_home(agi, env, tmp_path):
     counter = tmp_path / "count"
     write_tool(tmp_path / "mine", "a", describing("from_flag", "echo a", counter=counter))
@@ -385,7 +376,6 @@ def test_tools_dir_and_the_config_tools_dir_with_a_cache_in_agi_home(agi, env, t
     assert (Path(env["AGI_HOME"]) / "tool-cache.json").is_file()
 
 
-@needs_cli
 def test_a_broken_explicit_tool_is_a_usage_error_before_any_request(agi, tmp_path):
     bad = write_tool(tmp_path / "bin", "bad", "#!/bin/sh\necho nonsense\n")
     with FakeModel(text("done")) as server:
@@ -395,7 +385,6 @@ def test_a_broken_explicit_tool_is_a_usage_error_before_any_request(agi, tmp_pat
     assert server.requests == []
 
 
-@needs_cli
 def test_a_broken_tool_in_a_directory_is_a_warning(agi, tmp_path):
     write_tool(tmp_path / "mine", "bad", "#!/bin/sh\necho nonsense\n")
     with FakeModel(text("done")) as server:

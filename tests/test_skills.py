@@ -5,9 +5,7 @@ The end-to-end tests drive the real `agi` executable (skipped until the CLI has 
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from agi.skills import (
 )
 from agi.tools import ToolContext, ToolError
 
-from conftest import AGI, FIXTURES
+from conftest import FIXTURES
 from fakeserver import FakeModel, call, text
 
 try:
@@ -35,10 +33,6 @@ except ImportError:  # pragma: no cover
     yaml = None
 
 SKILLS = FIXTURES / "skills"
-HELP = subprocess.run([AGI, "--help"], capture_output=True, text=True).stdout if AGI else ""
-needs_cli = pytest.mark.skipif(
-    not re.search(r"--skills(?![\w-])", HELP), reason="the CLI has no --skills yet"
-)
 COMMS = (
     "A set of resources to help me write all kinds of internal communications, using the formats "
     "that my company likes to use. Claude should use this skill whenever asked to write some sort "
@@ -311,7 +305,6 @@ def test_disable_model_invocation_keeps_a_skill_from_the_model(tmp_path):
 # --- end to end, through the real executable -----------------------------------------------------
 
 
-@needs_cli
 def test_the_description_is_in_the_first_request_and_the_body_after_a_skill_call(agi, tmp_path):
     body = "Step one: write SECRET-BODY-MARKER into the answer.\n"
     make_skill(tmp_path / "myskills", "marker", "name: marker\ndescription: Marks answers.", body)
@@ -330,7 +323,6 @@ def test_the_description_is_in_the_first_request_and_the_body_after_a_skill_call
     assert str(tmp_path / "myskills" / "marker") in result["content"]
 
 
-@needs_cli
 def test_the_fixture_skills_through_the_config_skills_dir(agi, tmp_path):
     shutil.copytree(SKILLS, tmp_path / "skills")  # beside $AGI_CONFIG = tmp_path/config.toml
     with FakeModel(text("done")) as server:
@@ -341,7 +333,6 @@ def test_the_fixture_skills_through_the_config_skills_dir(agi, tmp_path):
     assert "The Iron Law" not in system
 
 
-@needs_cli
 def test_a_broken_skill_is_a_warning(agi, tmp_path):
     (tmp_path / "myskills" / "bad").mkdir(parents=True)
     (tmp_path / "myskills" / "bad" / "SKILL.md").write_text("no front matter\n")

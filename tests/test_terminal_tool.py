@@ -1,7 +1,7 @@
 """The Terminal tool driving real programs in real pseudo-terminals: REPLs, editors, shells.
 
 The first part calls the tool directly; the last part goes through the real executable and the
-scripted model, and runs once the tool is registered among the built-in tools.
+scripted model.
 """
 
 from __future__ import annotations
@@ -16,17 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import agi.tools
 from agi.tools import ToolContext, ToolError
 from agi.tools.terminal import Terminal, close_all, encode_keys
 
 from conftest import AGI
 from fakeserver import FakeModel, call, hang, text
 
-registered = "Terminal" in {t.name for t in agi.tools.builtin_tools()}
-needs_registration = pytest.mark.skipif(
-    not registered, reason="the Terminal tool is not among the built-in tools yet"
-)
 _markers = itertools.count(1)
 QUIET_BASH = "HISTFILE= PS1='$ ' bash --norc --noprofile"
 
@@ -259,7 +254,6 @@ def tool_results(server: FakeModel, request: int) -> list[str]:
     return [m["content"] for m in server.requests[request]["messages"] if m["role"] == "tool"]
 
 
-@needs_registration
 def test_the_model_drives_a_python_repl(agi):
     script = [
         call("Terminal", action="start", command="python3 -q"),
@@ -278,7 +272,6 @@ def test_the_model_drives_a_python_repl(agi):
     assert "Terminal" in {t["function"]["name"] for t in server.requests[0]["tools"]}
 
 
-@needs_registration
 def test_close_through_the_model_leaves_no_process(agi):
     mark = marker()
     script = [
@@ -293,7 +286,6 @@ def test_close_through_the_model_leaves_no_process(agi):
     assert not running(mark)
 
 
-@needs_registration
 def test_a_run_interrupted_with_sigint_leaves_no_process(env, tmp_path):
     mark = marker()
     # a job that ignores the hangup the kernel sends when agi's end closes the terminal:
