@@ -60,6 +60,8 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     "tool": _names,
     "tools_dir": _names,
     "mcp": _names,
+    "schema": _str,
+    "exit_code": (lambda v: isinstance(v, (bool, str)), "true, false or the criteria"),
     "react": _bool,
     "sandbox": (
         lambda v: v in ("off", "read-only", "workspace"),

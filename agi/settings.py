@@ -38,6 +38,13 @@ def allowlist(value: Any) -> list[str] | None:
     return [n.strip() for n in names if n.strip()]
 
 
+def judge_criteria(value: Any) -> str | None:
+    """--exit-code: None when off, "" for the generic rule (`exit_code = true` in the config)."""
+    if value is None or value is False:
+        return None
+    return "" if value is True else str(value)
+
+
 def listed(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
 
@@ -95,10 +102,10 @@ class Settings:
         sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
         system = system_prompt(merged(flags, file, "sys"))
         schema = None
-        if flags.get("schema") is not None:
+        if merged(flags, file, "schema") is not None:
             from agi.schema import parse_schema
 
-            schema = parse_schema(flags["schema"])
+            schema = parse_schema(merged(flags, file, "schema"))
         warnings: list[str] = []
         hooks = None
         hook_files = paths(flags, file, "hooks", path.parent / "hooks.json")
@@ -160,7 +167,7 @@ class Settings:
             agents=agents,
             warnings=warnings,
             schema=schema,
-            judge=flags.get("exit_code"),
+            judge=judge_criteria(merged(flags, file, "exit_code")),
             react=bool(merged(flags, file, "react")),
             sandbox=sandbox,
         )

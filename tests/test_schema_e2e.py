@@ -204,3 +204,13 @@ def test_exit_code_is_not_eaten_as_criteria_by_a_following_prompt(env, tmp_path)
         )
     assert r.returncode == 1
     assert server.requests[0]["messages"][-1]["content"] == "guess what I'm thinking"
+
+
+def test_schema_and_exit_code_from_the_config_file(agi, env):
+    from pathlib import Path
+
+    Path(env["AGI_CONFIG"]).write_text('schema = "n:int"\nexit_code = true\n')
+    with FakeModel(text("seven"), text('{"n": 7}'), judge(True, "fine")) as server:
+        r = agi("count", server=server)
+    assert r.returncode == 0 and r.stdout == '{"n":7}\n'
+    assert len(server.requests) == 3
