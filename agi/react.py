@@ -16,7 +16,7 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall
+from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, ToolCall
 from agi.prompts import sections
 
 if TYPE_CHECKING:
@@ -425,7 +425,7 @@ class ReactTransport:
         tools: list[dict[str, Any]],
         mark: dict[str, Any] | None = None,
         **extra: Any,
-    ) -> Generator[TextDelta | ReasoningDelta, None, Reply]:
+    ) -> Generator[TextDelta | ReasoningDelta | Notice, None, Reply]:
         """Yield thoughts as reasoning and the final answer as text; return a native Reply."""
         if self.send_stop:
             stop = extra.get("stop") or []

@@ -38,14 +38,13 @@ def describe_input(input: dict[str, Any]) -> str:
 
 
 class Silent:
-    """Pipe mode: nothing but the one-line warnings."""
+    """Pipe mode: nothing but the one-line warnings (a retry that may still succeed is none)."""
 
     def __init__(self, out: TextIO | None = None):
         self.out = out or sys.stderr
 
     def handle(self, event: Any) -> None:
-        if isinstance(event, Notice):
-            self.warn(event.text)
+        pass
 
     def warn(self, text: str) -> None:
         self.out.write(f"agi: {text}\n")

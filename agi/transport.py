@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi import __version__
 from agi.errors import Cancelled, ProviderError, TimeLimit
-from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
+from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, wire_message
 from agi.stream import StreamAssembler, iter_sse, provider_error
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 ATTEMPTS = 3
 OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
 MAX_RETRY_WAIT = 60.0
-Event = TextDelta | ReasoningDelta
+Event = TextDelta | ReasoningDelta | Notice
 
 
 def retry_after(headers: Any) -> float | None:
@@ -207,7 +207,10 @@ class Transport:
                     continue  # a server that rejects an optional parameter: ask again without
                 if not e.retryable or asm.delivered or attempt == ATTEMPTS:
                     raise
-                self._wait_before_retry(e, attempt)
+                wait = self._retry_wait(e, attempt)
+                yield Notice(f"{e}; retrying in {wait:.1f} s ({attempt + 1} of {ATTEMPTS})")
+                if self.cancelled.wait(wait):
+                    raise Cancelled() from e
                 continue
             trace(
                 {
@@ -240,7 +243,8 @@ class Transport:
         short = {k: v for k, v in body.items() if k not in same}
         return {"body": {**short, "messages": messages[kept:]}, "same": same}
 
-    def _wait_before_retry(self, error: ProviderError, attempt: int) -> None:
+    def _retry_wait(self, error: ProviderError, attempt: int) -> float:
+        """How long to wait before the next attempt; an error when that is not allowed."""
         asked = getattr(error, "retry_after", None)
         if asked is not None and asked > MAX_RETRY_WAIT:
             raise ProviderError(
@@ -252,8 +256,7 @@ class Transport:
             raise ProviderError(
                 f"{error} (no time left to retry within --timeout)", error.status
             ) from error
-        if self.cancelled.wait(wait):
-            raise Cancelled()
+        return wait
 
     @property
     def url(self) -> str:

@@ -75,3 +75,17 @@ def test_verbose_in_a_pipe_shows_the_work_without_colour(agi):
         r = agi("-v", "go", server=server)
     assert r.stdout == "ok\n"
     assert "Bash(echo hi)" in r.stderr and "\x1b[" not in r.stderr
+
+
+def test_a_retry_shows_in_a_terminal_but_not_in_a_pipe(agi, env, tmp_path):
+    from fakeserver import status
+
+    busy = {"error": {"message": "overloaded"}}
+    with FakeModel(status(503, busy), text("fine")) as server:
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
+        code, out, err = run_with_tty_stderr(["go"], env, tmp_path)
+    assert code == 0 and out == "fine\n"
+    assert "HTTP 503: overloaded; retrying in" in err and "(2 of 3)" in err
+    with FakeModel(status(503, busy), text("fine")) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 0 and r.stdout == "fine\n" and r.stderr == ""
