@@ -21,7 +21,14 @@ REDACTED = "[REDACTED]"
 
 
 def make_private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create path, and any missing parents of it, as 0700 directories (path itself too)."""
+    missing, parent = [], path
+    while not parent.exists() and parent.parent != parent:
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)
     os.chmod(path, 0o700)
 
 

@@ -437,3 +437,20 @@ def test_server_rejecting_stream_options_is_asked_again_without(agi):
         r = agi("hi", server=server)
     assert r.returncode == 0 and r.stdout == "fine\n"
     assert ["stream_options" in b for b in server.requests] == [True, False]
+
+
+def test_directories_agi_creates_are_private(agi, tmp_path):
+    def respond(body):
+        if body["messages"][-1]["content"] == "sub":
+            return text("done below")
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return text("done")
+        return call("Task", description="x", prompt="sub")
+
+    with FakeModel(respond) as server:
+        r = agi("--output", "json", "go", server=server)
+    session = Path(json.loads(r.stdout)["session"])
+    home = tmp_path / "agi-home"
+    for d in [home, session.parent, session, *session.rglob("*")]:
+        if d.is_dir():
+            assert oct(d.stat().st_mode & 0o777) == "0o700", d
