@@ -56,6 +56,7 @@ class Session:
         self.meta: dict[str, Any] = {}
         self.warnings: list[str] = []
         self._lock_fd: int | None = None
+        self._marked = False
 
     @property
     def messages_file(self) -> Path:
@@ -76,7 +77,9 @@ class Session:
         if path.exists() and not path.is_dir():
             raise UsageError(f"session {path} is not a directory")
         # a lone lock file is a concurrent run creating this session right now
-        others = path.is_dir() and any(p.name != "lock" for p in path.iterdir())
+        others = path.is_dir() and any(
+            p.name != "lock" and not p.name.startswith(".meta.") for p in path.iterdir()
+        )
         if others and not (path / "meta.json").exists():
             raise UsageError(
                 f"{path} is not an agi session (no meta.json) and is not empty; refusing to use it"
@@ -145,13 +148,21 @@ class Session:
 
     def append(self, message: dict[str, Any]) -> None:
         line = self._line(message)
+        self.mark()
         self.messages.append(json.loads(line))
         append_line(self.messages_file, line)
-        if not self.meta_file.exists():
-            self.write_meta()
 
     def trace(self, record: dict[str, Any]) -> None:
+        self.mark()
         append_line(self.trace_file, self._line({"time": round(time.time(), 3), **record}))
+
+    def mark(self) -> None:
+        """meta.json before any other file: another process must never find this directory
+        holding agi's files without the mark, or it would refuse it as not a session."""
+        if not self._marked:
+            if not self.meta_file.exists():
+                self.write_meta()
+            self._marked = True
 
     def write_meta(self, **updates: Any) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
