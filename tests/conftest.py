@@ -56,3 +56,24 @@ def agi(env: dict[str, str], tmp_path: Path):
         )
 
     return run
+
+
+def start_agi(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """The real executable in the background (e.g. to signal it): argv[0] is AGI."""
+    return subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_file(path: Path, timeout: float = 15) -> None:
+    """Wait until a marker file exists (a command or hook has started)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)

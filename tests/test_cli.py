@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import AGI
+from conftest import AGI, start_agi, wait_for_file
 from fakeserver import FakeModel, call, calls, hang, status, text
 
 
@@ -201,17 +201,8 @@ def test_sigint_exits_130_and_keeps_the_session(env, tmp_path):
     marker = tmp_path / "started"
     with FakeModel(call("Bash", command=f"touch {marker}; sleep 30"), text("after")) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = subprocess.Popen(
-            [AGI, "--session", str(session), "long job"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 15
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        proc = start_agi([AGI, "--session", str(session), "long job"], env)
+        wait_for_file(marker)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
         assert proc.returncode == 130, err
@@ -351,14 +342,7 @@ def test_sigint_mid_stream_keeps_the_partial_answer(env, tmp_path):
         text("first part of a long answer that streams slowly", delay=0.4, pieces=20)
     ) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = subprocess.Popen(
-            [AGI, "-s", str(session), "tell me"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_agi([AGI, "-s", str(session), "tell me"], env)
         time.sleep(1.5)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
@@ -373,14 +357,7 @@ def test_sigint_mid_stream_keeps_the_partial_answer(env, tmp_path):
 def test_sigterm_exits_143(env, tmp_path):
     with FakeModel(hang()) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = subprocess.Popen(
-            [AGI, "hi"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_agi([AGI, "hi"], env)
         while not server.requests:
             time.sleep(0.05)
         proc.terminate()

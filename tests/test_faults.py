@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AGI
+from conftest import AGI, start_agi, wait_for_file
 from fakeserver import FakeModel, _chunk, call, calls, hang, keepalive, reset, text
 
 
@@ -136,17 +136,8 @@ def test_sigint_and_sigterm_during_a_hook(env, tmp_path):
         s = tmp_path / f"s{code}"
         with FakeModel(call("Bash", command="echo hi"), text("later")) as server:
             env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-            proc = subprocess.Popen(
-                [AGI, "--hooks", str(hooks), "-s", str(s), "go"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            deadline = time.monotonic() + 15
-            while not marker.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            proc = start_agi([AGI, "--hooks", str(hooks), "-s", str(s), "go"], env)
+            wait_for_file(marker)
             proc.send_signal(sig)
             out, err = proc.communicate(timeout=10)
             assert proc.returncode == code, err
@@ -172,17 +163,7 @@ def test_concurrent_runs_on_one_session(env, tmp_path, n):
     s = tmp_path / "s"
     with FakeModel(lambda body: text("re: " + body["messages"][-1]["content"])) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        procs = [
-            subprocess.Popen(
-                [AGI, "-s", str(s), f"p{i}"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in range(n)
-        ]
+        procs = [start_agi([AGI, "-s", str(s), f"p{i}"], env) for i in range(n)]
         outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * n, outs
     stored = [json.loads(x) for x in (s / "messages.jsonl").read_text().splitlines()]
@@ -197,17 +178,7 @@ def test_concurrent_runs_on_one_session(env, tmp_path, n):
 def test_fifty_runs_on_fifty_sessions(env, tmp_path):
     with FakeModel(lambda body: text("re: " + body["messages"][-1]["content"])) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        procs = [
-            subprocess.Popen(
-                [AGI, "-s", str(tmp_path / f"s{i}"), f"p{i}"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in range(50)
-        ]
+        procs = [start_agi([AGI, "-s", str(tmp_path / f"s{i}"), f"p{i}"], env) for i in range(50)]
         outs = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0] * 50
     assert [o for o, _ in outs] == [f"re: p{i}\n" for i in range(50)]

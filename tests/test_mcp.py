@@ -31,7 +31,7 @@ from agi.mcp_config import expand, read_configs
 from agi.messages import ToolCall
 from agi.tools import Toolbox, ToolContext, ToolError
 
-from conftest import AGI
+from conftest import AGI, start_agi
 from fakeserver import FakeModel, call, calls, text
 
 HERE = Path(__file__).parent / "mcp_servers"
@@ -562,14 +562,7 @@ def test_cli_sigint_leaves_no_server_process(env, tmp_path, when):
     cfg = config(tmp_path, {"t": helper(**server_env)})
     with FakeModel(call("mcp__t__sleep", seconds=60), text("after")) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = subprocess.Popen(
-            [AGI, "--mcp", str(cfg), "wait"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = start_agi([AGI, "--mcp", str(cfg), "wait"], env)
         awaited = log if when == "starting" else mark
         deadline = time.monotonic() + 30
         while not awaited.exists() and time.monotonic() < deadline:
