@@ -17,6 +17,7 @@ from agi.messages import (
     UsageEvent,
     tool_result,
     user,
+    watch,
 )
 from agi.prompts import harness_text
 from agi.session import Session
@@ -50,6 +51,11 @@ class Agent:
         self.steps = 0
         self.partial: list[str] = []  # text of the reply being streamed, for salvage()
         self.recent: list[str] = []
+
+    @property
+    def wire(self) -> ChatStream:
+        """The plain transport under any protocol adapter: ghost exchanges ask for JSON there."""
+        return getattr(self.transport, "transport", self.transport)
 
     def messages(self) -> list[dict[str, Any]]:
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
@@ -103,15 +109,13 @@ class Agent:
         raise StepLimit(self.max_steps)
 
     def _ask(self) -> Generator[Any, None, Reply]:
+        """One model call; streamed text is kept in `partial` until the reply is whole."""
         stream = self.transport.stream(self.messages(), self.toolbox.specs)
-        while True:
-            try:
-                event = next(stream)
-            except StopIteration as done:
-                return done.value
-            if isinstance(event, TextDelta):
-                self.partial.append(event.text)
-            yield event
+        return (yield from watch(stream, self._keep))
+
+    def _keep(self, event: Any) -> None:
+        if isinstance(event, TextDelta):
+            self.partial.append(event.text)
 
     def _repeat_note(self, call: ToolCall) -> str:
         key = call.name + "\0" + _canonical(call.arguments)
@@ -124,6 +128,11 @@ class Agent:
         """Answer every tool call left without a result, so the history stays valid."""
         for call in self.session.pending_tool_calls():
             self.session.append(tool_result(call.get("id", ""), f"Error: {reason}"))
+
+    def close(self) -> None:
+        """Close the model connection, and what the tools started if this agent owns them."""
+        self.transport.close()
+        self.toolbox.close()
 
     def salvage(self) -> None:
         """After an interruption: keep streamed text, and close unanswered tool calls."""

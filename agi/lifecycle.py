@@ -37,11 +37,13 @@ class Lifecycle:
         warn: Any,
         stop_event: str = "Stop",
         agent_type: str | None = None,
+        env: dict[str, str] | None = None,
     ):
         self.hooks, self.session, self.warn = hooks, session, warn
         self.stop_event, self.agent_type = stop_event, agent_type
         self.stop_active = False
-        self.env: dict[str, str] = {}
+        # what SessionStart hooks export: shared with the tools' context, so later calls see it
+        self.env: dict[str, str] = {} if env is None else env
 
     def fire(self, event: str, **fields: Any) -> Any:
         """Run one event's hooks; trace them, show their messages, honour `continue: false`."""

@@ -66,9 +66,7 @@ def command(run: Any, line: str) -> None:
         files = rest.split()
         if not files:
             raise UsageError("/sys needs one or more files")
-        run.settings.system = system_prompt(files)
-        if run.agent is not None:
-            run.agent.system_prompt = run.settings.system
+        run.agent.system_prompt = system_prompt(files)
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
     elif name == "/help":
         print(HELP, file=sys.stderr)
@@ -78,8 +76,7 @@ def command(run: Any, line: str) -> None:
 
 def repl(run: Any, path: Path | None, cont: bool) -> int:
     """Loop until Ctrl-D; a failed or cancelled turn returns to the prompt."""
-    run.open_session(path, cont)
-    context = run.start_hooks(run.session_source())
+    context = run.start(path, cont)
     interactive = sys.stdin.isatty()
     if interactive:
         enable_history(run.settings.home)

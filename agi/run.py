@@ -3,238 +3,136 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi import __version__
-from agi.config import ModelConfig
-from agi.errors import AgiError, LimitReached, ProviderError, TimeLimit, UsageError
+from agi.assemble import Context, assemble, deadline_for, prepare_tools
+from agi.errors import AgiError, UsageError
+from agi.messages import drain
 from agi.settings import Settings
+
+if TYPE_CHECKING:
+    from agi.agent import Agent
+    from agi.session import Session
+
+
+def make_view(settings: Settings, interactive: bool) -> Any:
+    """The terminal view when a person watches stderr (or -v), else silence."""
+    from agi.render import Silent, Terminal
+
+    tty = sys.stderr.isatty()
+    if settings.quiet or not (tty or settings.verbose):
+        return Silent()
+    return Terminal(color=tty, spinner=tty and not interactive)
+
+
+def open_session(settings: Settings, path: Path | None, cont: bool) -> Session:
+    """The session named, the last one used (`-c`), or a new one; recorded in the index."""
+    from agi.session import Session, SessionIndex
+
+    index = SessionIndex(settings.home)
+    if cont:
+        path = index.latest()
+        if path is None:
+            raise UsageError("no session to continue: none has been used yet")
+    key = settings.model.api_key
+    session = Session.open(path or index.default_path(), secrets=[key] if key else [])
+    index.record(session.path)
+    return session
 
 
 class Run:
-    """A session and the turns taken in it; owns the cleanup."""
+    """A session and the turns taken in it: what the CLI and the REPL drive."""
 
     def __init__(self, settings: Settings, started: float, interactive: bool = False):
-        self.settings, self.started = settings, started
-        self.interactive = interactive
-        self.deadline = started + settings.timeout if settings.timeout else None
-        self.session: Any = None
-        self.agent: Any = None
-        self.transport: Any = None
+        self.settings, self.started, self.interactive = settings, started, interactive
         self.output = settings.output
-        self.view = self.make_view()
+        self.view = make_view(settings, interactive)
         for warning in settings.warnings:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        self.lifecycle: Any = None
+        self.ctx = Context(deadline=deadline_for(settings, started), warn=self.view.warn)
+        # TEMPORARY usage/cost wiring (the lead moves it into Context and make_transport)
+        from agi.cost import Meter
+
+        self.meter = Meter(settings.prices, settings.max_cost)
+        self.meter.require(settings.model.label, settings.model.model)  # exit 2 before a session
+        self.metered = 0  # the meter's calls already added to the session's meta.json
+        self.ctx.on_transport = lambda transport: setattr(transport, "meter", self.meter)
+        prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
+        self.session: Session | None = None
+        self.agent: Agent | None = None
         self.verdict: dict[str, Any] | None = None
-        self.children: list[Any] = []  # subagents' transports, cancelled at exit
         self.ended = False
-        for tool in settings.tools:
-            if tool.name == "Task":
-                tool.spawn = self.spawn_subagent
 
-    def make_view(self) -> Any:
-        from agi.render import Silent, Terminal
-
-        tty = sys.stderr.isatty()
-        if self.settings.quiet or not (tty or self.settings.verbose):
-            return Silent()
-        return Terminal(color=tty, spinner=tty and not self.interactive)
-
-    def arm_timeout(self) -> None:
-        """A backstop: the transport and the tools honour the deadline themselves."""
-        timeout = self.settings.timeout
-        if not timeout:
-            return
-
-        def expire(signum: int, frame: Any) -> None:
-            raise TimeLimit(timeout)
-
-        signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(
-            signal.ITIMER_REAL, max(0.1, self.started + timeout - time.monotonic()) + 1
-        )
-
-    def session_source(self) -> str:
-        """SessionStart's `source`: a new conversation, or one taken up again."""
+    def start(self, path: Path | None, cont: bool) -> str:
+        """Open the session and assemble the agent; SessionStart's context for the first prompt."""
+        self.session = open_session(self.settings, path, cont)
+        self.agent = assemble(self.settings, self.session, self.ctx)
         messages = self.session.messages_file
-        return "resume" if messages.exists() and messages.stat().st_size else "startup"
-
-    def open_session(self, path: Path | None, cont: bool) -> None:
-        from agi.session import Session, SessionIndex
-
-        index = SessionIndex(self.settings.home)
-        if cont:
-            path = index.latest()
-            if path is None:
-                raise UsageError("no session to continue: none has been used yet")
-        path = path or index.default_path()
-        key = self.settings.model.api_key
-        self.session = Session.open(path, secrets=[key] if key else [])
-        index.record(self.session.path)
-
-    def start_agent(self) -> None:
-        from agi.agent import Agent
-        from agi.tools import Toolbox, ToolContext
-        from agi.transport import Transport
-
-        s = self.settings
-        self.transport = Transport(
-            s.model, trace=self.session.trace, deadline=self.deadline, timeout=s.timeout
-        )
-        ctx = ToolContext(deadline=self.deadline, sandbox=s.sandbox)
-        toolbox = Toolbox(s.tools, ctx, self.lifecycle)
-        self.agent = Agent(
-            self.chat(self.transport), toolbox, self.session, s.system, s.max_steps, self.lifecycle
-        )
-
-    def chat(self, transport: Any) -> Any:
-        """The transport the loop talks through: with --react, the text protocol around it."""
-        if not self.settings.react:
-            return transport
-        import re
-
-        from agi.react import ReactTransport
-
-        # o-series and GPT-5 reject `stop`; the adapter cuts at Observation: itself anyway
-        rejects_stop = re.match(r"(o\d|gpt-5)", self.settings.model.model) is not None
-        return ReactTransport(transport, send_stop=not rejects_stop)
-
-    def start_hooks(self, source: str) -> str:
-        """SessionStart: context for the first prompt; exported variables for the tools."""
-        if not self.settings.hooks:
+        source = "resume" if messages.exists() and messages.stat().st_size else "startup"
+        lifecycle = self.agent.lifecycle
+        if lifecycle is None:
             return ""
-        from agi.lifecycle import Lifecycle
-
-        self.lifecycle = Lifecycle(self.settings.hooks, self.session, self.view.warn)
-        context = self.lifecycle.session_start(source, self.settings.model.label)
-        if self.lifecycle.env:
-            env = {**os.environ, **self.lifecycle.env}
-            for tool in self.settings.tools:
-                if tool.name in ("Bash", "Terminal"):
-                    tool.env = env
-        return context
+        return lifecycle.session_start(source, self.settings.model.label)
 
     def end_hooks(self, reason: str) -> None:
-        if self.lifecycle is not None and not self.ended:
+        if self.agent is not None and self.agent.lifecycle is not None and not self.ended:
             self.ended = True
-            self.lifecycle.session_end(reason)
-
-    def spawn_subagent(self, agent: Any, prompt: str, description: str, depth: int) -> str:
-        """Run a subagent to its answer in its own session under this one's `subagents/`."""
-        from agi.agent import Agent
-        from agi.lifecycle import Lifecycle
-        from agi.session import Session
-        from agi.subagents import MAX_DEPTH, Task, subagent_dir
-        from agi.tools import Toolbox, ToolContext, ToolError
-        from agi.transport import Transport
-
-        s = self.settings
-        tools = [t for t in s.tools if t.name != "Task"]
-        if agent.tools is not None:
-            tools = [t for t in tools if t.name in agent.tools]
-        if depth < MAX_DEPTH and (agent.tools is None or "Task" in agent.tools):
-            tools.append(Task(s.agents, self.spawn_subagent, depth))
-        model = s.model
-        if agent.model and ":" in agent.model:  # Claude's aliases (sonnet, haiku) mean: inherit
-            provider, _, name = agent.model.partition(":")
-            model = ModelConfig(
-                provider,
-                name,
-                s.model.base_url,
-                s.model.api_key,
-                s.model.params,
-                s.model.idle_timeout,
-            )
-        session = Session.open(subagent_dir(self.session.path, agent.name), self.session.secrets)
-        session.write_meta(
-            model=model.label,
-            parent=str(self.session.path),
-            agent=agent.name,
-            description=description,
-        )
-        transport = Transport(model, trace=session.trace, deadline=self.deadline, timeout=s.timeout)
-        self.children.append(transport)
-        lifecycle = None
-        if s.hooks:
-            lifecycle = Lifecycle(s.hooks, session, self.view.warn, "SubagentStop", agent.name)
-            lifecycle.env = self.lifecycle.env if self.lifecycle else {}
-        child = Agent(
-            self.chat(transport),
-            Toolbox(tools, ToolContext(deadline=self.deadline, sandbox=s.sandbox), lifecycle),
-            session,
-            agent.system or s.system,
-            s.max_steps,
-            lifecycle,
-        )
-        events = child.run(prompt)
-        try:
-            while True:
-                next(events)
-        except StopIteration as done:
-            return str(done.value.text)
-        except (ProviderError, LimitReached) as e:
-            raise ToolError(f"the subagent failed: {e}") from e
-        finally:
-            session.write_meta()
-            transport.close()
+            self.agent.lifecycle.session_end(reason)
 
     def turn(self, prompt: str) -> Any:
         """One prompt in, one reply out, under the session's lock; events go to the views."""
-        session = self.session
-        session.lock(self.deadline, self.settings.timeout)
+        session, agent, s = self.session, self.agent, self.settings
+        assert session is not None and agent is not None, "Run.start() comes first"
+        session.lock(self.ctx.deadline, s.timeout)
         try:
             for warning in session.warnings:
                 self.view.warn(warning)
             session.warnings.clear()
-            s = self.settings
-            session.trace(
-                {
-                    "type": "run",
-                    "agi": __version__,
-                    "model": s.model.label,
-                    "base_url": s.model.base_url,
-                    "cwd": os.getcwd(),
-                    "pid": os.getpid(),
-                    "system": s.system,
-                    "tools": [t.name for t in s.tools],
-                    "sandbox": s.sandbox.record(),
-                }
-            )
+            session.trace(self.run_record())
             if not session.meta_file.exists():
                 session.write_meta(model=s.model.label)
-            if self.agent is None:
-                self.start_agent()
-            events = self.agent.run(prompt)
-            while True:
-                try:
-                    event = next(events)
-                except StopIteration as done:
-                    reply = done.value
-                    break
-                self.dispatch(event)
+            reply = drain(agent.run(prompt), self.dispatch)
+            self.save_usage()
             session.write_meta(model=s.model.label)
             return reply
         except BaseException as e:  # keep what the turn produced, under the lock
-            if self.agent is not None:
-                self.agent.salvage()
+            agent.salvage()
             code = getattr(e, "exit_code", 130 if isinstance(e, KeyboardInterrupt) else 1)
             session.trace({"type": "error", "exit_code": code, "error": str(e) or type(e).__name__})
+            self.save_usage()
             session.write_meta()
             raise
         finally:
             session.unlock()
 
+    def save_usage(self) -> None:
+        """Add the model calls made since the last save to the session's usage (meta.json)."""
+        usage, self.metered = self.meter.since(self.metered)
+        if self.session is not None:
+            self.session.add_usage(usage)
+
+    def run_record(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "type": "run",
+            "agi": __version__,
+            "model": s.model.label,
+            "base_url": s.model.base_url,
+            "cwd": os.getcwd(),
+            "pid": os.getpid(),
+            "system": s.system,
+            "tools": list(self.agent.toolbox.tools) if self.agent is not None else [],
+            "sandbox": s.sandbox.record(),
+        }
+
     def one_shot(self, prompt: str, path: Path | None, cont: bool) -> int:
-        self.arm_timeout()
-        self.open_session(path, cont)
-        context = self.start_hooks(self.session_source())
+        context = self.start(path, cont)
         reply = self.turn(f"{prompt}\n\n{context}" if context else prompt)
         s = self.settings
         answer: Any = reply.text
@@ -246,38 +144,46 @@ class Run:
                 answer = self.ghost(s.schema, schema_instruction(s.schema))
             if s.judge is not None:
                 verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(s.judge or None))
-                self.session.trace({"type": "judgement", **verdict})
+                self.trace({"type": "judgement", **verdict})
+            assert self.session is not None  # the ghost exchanges' usage, under the lock
+            self.session.lock(self.ctx.deadline, s.timeout)
+            try:
+                self.save_usage()
+                self.session.write_meta()
+            finally:
+                self.session.unlock()
+        agent = self.agent
+        assert agent is not None
         self.view.finish(
-            str(self.session.path),
-            self.agent.usage,
-            time.monotonic() - self.started,
-            self.agent.steps,
+            str(agent.session.path), self.meter.total, time.monotonic() - self.started, agent.steps
         )
         code = 0 if verdict is None or verdict["success"] else 1
         if verdict is not None:
             self.view.judgement(verdict["success"], verdict["reason"])
         self.verdict = verdict
         self.write_result(answer, code)
-        if code:
-            sys.stderr.write(f"agi: judged failed: {verdict and verdict['reason']}\n")
         return code
+
+    def trace(self, record: dict[str, Any]) -> None:
+        if self.session is not None:
+            self.session.trace(record)
 
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session)."""
         from agi.messages import StepStart, UsageEvent
         from agi.schema import ghost_json
 
-        self.dispatch(StepStart(self.agent.steps + 1))
-        events = ghost_json(self.transport, self.agent.messages(), schema, instruction)
-        while True:
-            try:
-                event = next(events)
-            except StopIteration as done:
-                return done.value
+        agent = self.agent
+        assert agent is not None
+
+        def handle(event: Any) -> None:
             if isinstance(event, UsageEvent):
-                self.agent.usage.add(event.usage)
-                self.agent.steps += 1
+                agent.usage.add(event.usage)
+                agent.steps += 1
             self.dispatch(event)
+
+        self.dispatch(StepStart(agent.steps + 1))
+        return drain(ghost_json(agent.wire, agent.messages(), schema, instruction), handle)
 
     def dispatch(self, event: Any) -> None:
         """Send an event to the views; in a REPL the answer streams to stdout as it comes."""
@@ -292,29 +198,23 @@ class Run:
                 sys.stdout.write("\n")
                 return
         self.view.handle(event)
-        self.emit_event(event)
-
-    def start_turn_clock(self) -> None:
-        """In a REPL, --timeout limits each turn."""
-        if self.settings.timeout:
-            self.started = time.monotonic()
-            self.deadline = self.started + self.settings.timeout
-            if self.agent is not None:
-                self.transport.deadline = self.deadline
-                self.agent.toolbox.ctx.deadline = self.deadline
-
-    def cancel_tools(self) -> None:
-        if "agi.tools.shell" in sys.modules:
-            from agi.tools.shell import kill_running
-
-            kill_running()
-
-    def emit_event(self, event: Any) -> None:
         if self.output == "jsonl":
             from agi.output import event_line
 
             sys.stdout.write(event_line(event))
             sys.stdout.flush()
+
+    def start_turn_clock(self) -> None:
+        """In a REPL, --timeout limits each turn."""
+        if self.settings.timeout:
+            self.started = time.monotonic()
+            self.ctx.set_deadline(deadline_for(self.settings, self.started))
+            if self.agent is not None:
+                self.agent.toolbox.ctx.deadline = self.ctx.deadline
+
+    def cancel_tools(self) -> None:
+        if self.agent is not None:
+            self.agent.toolbox.interrupt()
 
     def write_result(self, answer: Any, exit_code: int, error: str | None = None) -> None:
         if self.output in ("json", "jsonl"):
@@ -335,26 +235,13 @@ class Run:
             self.write_result(None, error.exit_code, str(error))
 
     def cleanup(self) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        for transport in self.children:
-            transport.cancel()
+        """On every exit path: connections cut, SessionEnd hooks, what the tools started ended."""
+        self.ctx.cancel()
         try:
             self.end_hooks("other")
         except AgiError as e:
             self.view.warn(str(e))
-        if "agi.tools.shell" in sys.modules:
-            from agi.tools.shell import kill_all
-
-            kill_all()
-        if "agi.tools.terminal" in sys.modules:
-            from agi.tools.terminal import close_all
-
-            close_all()
-        if "agi.mcp" in sys.modules:
-            from agi.mcp import close_all as close_mcp
-
-            close_mcp()
-        if self.transport is not None:
-            self.transport.close()
+        if self.agent is not None:
+            self.agent.close()
         if self.session is not None:
             self.session.unlock()

@@ -1,14 +1,21 @@
-"""The settings of a run: defaults < config.toml < environment < flags, resolved once."""
+"""The settings of a run: defaults < config.toml < environment < flags, resolved once into plain
+data. Nothing here starts a process or builds a tool; `agi.assemble` does that."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.config import ModelConfig
 from agi.errors import UsageError
 from agi.sandbox import Policy
+
+if TYPE_CHECKING:
+    from agi.hooks import Hooks
+    from agi.skills import Skill
+    from agi.subagents import AgentFile
 
 
 def system_prompt(files: list[str] | None) -> str:
@@ -49,17 +56,16 @@ def listed(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
 
 
-def choose_tools(tools: list[Any], allow: list[str] | None) -> list[Any]:
-    """Apply the --tools allowlist; an unknown name is a usage error."""
-    if allow is None:
-        return tools
-    known = {t.name for t in tools}
-    unknown = [n for n in allow if n not in known]
-    if unknown:
-        raise UsageError(
-            f"unknown tool in --tools: {', '.join(unknown)} (available: {', '.join(sorted(known))})"
-        )
-    return [t for t in tools if t.name in allow]
+@dataclass
+class ToolSources:
+    """Where a run's tools come from; `agi.assemble` builds them (runs --describe, reads MCP)."""
+
+    builtin: bool = True  # the built-in tools (Bash, files, Terminal, calculate) and Task
+    files: list[Path] = field(default_factory=list)  # --tool
+    dirs: list[Path] = field(default_factory=list)  # --tools-dir, and tools/ beside the config
+    mcp: list[Path] = field(default_factory=list)  # --mcp, and mcp.json beside the config
+    allow: list[str] | None = None  # --tools: the names offered (None: all)
+    none: bool = False  # --no-tools
 
 
 @dataclass
@@ -68,106 +74,129 @@ class Settings:
 
     model: ModelConfig
     system: str
-    tools: list[Any]
+    tools: ToolSources = field(default_factory=ToolSources)
     max_steps: int = 50
     timeout: float | None = None
     output: str = "text"
     verbose: bool = False
     quiet: bool = False
     home: Path = field(default_factory=Path)
-    hooks: Any = None  # agi.hooks.Hooks, when any hooks file is given
-    agents: list[Any] = field(default_factory=list)  # subagent definitions
+    hooks: Hooks | None = None  # when any hooks file is given
+    agents: list[AgentFile] = field(default_factory=list)  # subagent definitions
+    skills: list[Skill] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # to show once the view exists
     react: bool = False  # the text ReAct protocol instead of native tool calls
     schema: dict[str, Any] | None = None  # --schema, as JSON Schema
     judge: str | None = None  # --exit-code: its criteria, "" for the generic rule
     sandbox: Policy = field(default_factory=Policy)  # --sandbox, --allow-write, --no-network
+    max_cost: float | None = None  # --max-cost: USD a run may spend
+    prices: dict[str, Any] = field(default_factory=dict)  # [prices."MODEL"] tables, USD per Mtok
+
+    def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
+        """A subagent's settings: its file's prompt, tools and model; no ghost exchanges."""
+        tools = self.tools
+        if agent.tools is not None:
+            allowed = [t for t in agent.tools if self.tools.allow is None or t in self.tools.allow]
+            tools = dataclasses.replace(self.tools, allow=allowed)
+        return dataclasses.replace(
+            self,
+            model=model or self.model,
+            system=agent.system or self.system,
+            tools=tools,
+            schema=None,
+            judge=None,
+            warnings=[],
+        )
 
     @classmethod
     def load(cls, flags: dict[str, Any]) -> Settings:
-        from agi.config import agi_home, config_path, load_file, merged, paths, resolve_model
-        from agi.tools import builtin_tools
+        from agi.config import agi_home, config_path, load_file, merged, resolve_model
 
         path = config_path()
         file = load_file(path)
-        model = resolve_model(flags, file, path)
-        mode = merged(flags, file, "sandbox", "off")
-        if flags.get("allow_write") and mode != "workspace":
-            raise UsageError("--allow-write needs --sandbox workspace")
-        sandbox = Policy.load(
-            mode,
-            listed(merged(flags, file, "allow_write")),
-            bool(merged(flags, file, "no_network")),
-        )
-        sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
-        system = system_prompt(merged(flags, file, "sys"))
-        schema = None
-        if merged(flags, file, "schema") is not None:
-            from agi.schema import parse_schema
-
-            schema = parse_schema(merged(flags, file, "schema"))
         warnings: list[str] = []
-        hooks = None
-        hook_files = paths(flags, file, "hooks", path.parent / "hooks.json")
-        if hook_files:
-            from agi.hooks import load_hooks
-
-            hooks = load_hooks(hook_files)
-            warnings += hooks.warnings
-        agents: list[Any] = []
-        agent_dirs = paths(flags, file, "agents", path.parent / "agents")
-        if agent_dirs:
-            from agi.subagents import load_agents
-
-            agents, found = load_agents(agent_dirs)
-            warnings += found
-        own: list[Any] = []  # the user's tools and skills
-        tool_files = [Path(p).expanduser() for p in listed(merged(flags, file, "tool"))]
-        tool_dirs = paths(flags, file, "tools_dir", path.parent / "tools")
-        if tool_files or tool_dirs:
-            from agi.tools.external import load_tools
-
-            own, found = load_tools(tool_files, tool_dirs, agi_home() / "tool-cache.json")
-            warnings += found
-        mcp_files = paths(flags, file, "mcp", path.parent / "mcp.json")
-        if mcp_files and not merged(flags, file, "no_tools"):
-            from agi.mcp import load_mcp
-
-            mcp_tools, found = load_mcp(mcp_files, agi_home() / "mcp-cache.json")
-            own += mcp_tools
-            warnings += found
-        skills: list[Any] = []
-        skill_dirs = paths(flags, file, "skills", path.parent / "skills")
-        if skill_dirs:
-            from agi.skills import SkillTool, load_skills, skills_prompt
-
-            skills, found = load_skills(skill_dirs)
-            warnings += found
-            if skills_prompt(skills):
-                own.append(SkillTool(skills))
-        tools: list[Any] = []
-        if not merged(flags, file, "no_tools"):
-            from agi.subagents import Task
-
-            builtin = [] if merged(flags, file, "no_bash") else [*builtin_tools(), Task(agents)]
-            tools = choose_tools([*builtin, *own], allowlist(merged(flags, file, "tools")))
-        if any(t.name == "Skill" for t in tools):
-            system += "\n\n" + skills_prompt(skills)
+        extensions = _extensions(flags, file, path.parent, warnings)
         return cls(
-            model=model,
-            system=system,
-            tools=tools,
+            model=resolve_model(flags, file, path),
+            system=system_prompt(merged(flags, file, "sys")),
+            tools=_tool_sources(flags, file, path.parent),
             max_steps=merged(flags, file, "max_steps", 50),
             timeout=merged(flags, file, "timeout"),
             output=merged(flags, file, "output", "text"),
             verbose=bool(merged(flags, file, "verbose")),
             quiet=bool(merged(flags, file, "quiet")),
             home=agi_home(),
-            hooks=hooks,
-            agents=agents,
             warnings=warnings,
-            schema=schema,
+            schema=_schema(merged(flags, file, "schema")),
             judge=judge_criteria(merged(flags, file, "exit_code")),
             react=bool(merged(flags, file, "react")),
-            sandbox=sandbox,
+            sandbox=_sandbox(flags, file),
+            max_cost=merged(flags, file, "max_cost"),
+            prices=file.get("prices") or {},
+            **extensions,
         )
+
+
+def _sandbox(flags: dict[str, Any], file: dict[str, Any]) -> Policy:
+    from agi.config import merged
+
+    mode = merged(flags, file, "sandbox", "off")
+    if flags.get("allow_write") and mode != "workspace":
+        raise UsageError("--allow-write needs --sandbox workspace")
+    sandbox = Policy.load(
+        mode,
+        listed(merged(flags, file, "allow_write")),
+        bool(merged(flags, file, "no_network")),
+    )
+    sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
+    return sandbox
+
+
+def _schema(spec: Any) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    from agi.schema import parse_schema
+
+    return parse_schema(spec)
+
+
+def _tool_sources(flags: dict[str, Any], file: dict[str, Any], home: Path) -> ToolSources:
+    from agi.config import merged, paths
+
+    none = bool(merged(flags, file, "no_tools"))
+    return ToolSources(
+        builtin=not merged(flags, file, "no_bash"),
+        files=[Path(p).expanduser() for p in listed(merged(flags, file, "tool"))],
+        dirs=paths(flags, file, "tools_dir", home / "tools"),
+        mcp=[] if none else paths(flags, file, "mcp", home / "mcp.json"),
+        allow=allowlist(merged(flags, file, "tools")),
+        none=none,
+    )
+
+
+def _extensions(
+    flags: dict[str, Any], file: dict[str, Any], home: Path, warnings: list[str]
+) -> dict[str, Any]:
+    """Hooks, subagent files and skills: read and checked now (bad files are usage errors)."""
+    from agi.config import paths
+
+    found: dict[str, Any] = {}
+    hook_files = paths(flags, file, "hooks", home / "hooks.json")
+    if hook_files:
+        from agi.hooks import load_hooks
+
+        found["hooks"] = load_hooks(hook_files)
+        warnings += found["hooks"].warnings
+    agent_dirs = paths(flags, file, "agents", home / "agents")
+    if agent_dirs:
+        from agi.subagents import load_agents
+
+        found["agents"], more = load_agents(agent_dirs)
+        warnings += more
+    skill_dirs = paths(flags, file, "skills", home / "skills")
+    if skill_dirs:
+        from agi.skills import load_skills
+
+        found["skills"], more = load_skills(skill_dirs)
+        warnings += more
+    return found

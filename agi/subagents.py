@@ -8,6 +8,7 @@ concurrently, because the toolbox runs a turn's calls in parallel.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,10 @@ class Task:
 
     name = "Task"
 
-    def __init__(self, agents: list[AgentFile], spawn: Any = None, depth: int = 0):
-        """`spawn(agent_file, prompt, description, depth) -> str` runs one subagent; the run
-        that offers the tool sets it."""
+    def __init__(self, agents: list[AgentFile], spawn: Callable[[AgentFile, str, str], str]):
+        """`spawn(agent_file, prompt, description) -> str` runs one subagent to its answer."""
         self.agents = {a.name: a for a in agents}
-        self.spawn, self.depth = spawn, depth
+        self.spawn = spawn
         from agi.prompts import harness_text
 
         kinds = "".join(f"\n- {a.name}: {a.description}" for a in agents)
@@ -112,7 +112,7 @@ class Task:
                 f"there is no subagent type {kind!r} "
                 f"(available: {', '.join([GENERAL, *self.agents])})"
             )
-        return str(self.spawn(agent, prompt, str(input.get("description") or kind), self.depth + 1))
+        return str(self.spawn(agent, prompt, str(input.get("description") or kind)))
 
 
 def subagent_dir(parent: Path, name: str) -> Path:

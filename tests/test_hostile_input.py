@@ -78,6 +78,15 @@ matcher_entry = st.fixed_dictionaries(
         "hooks": st.lists(hook_entry, max_size=3) | json_values,
     },
 )
+# files that load (a command, or a type agi skips), so that what they load is checked too
+good_entry = st.fixed_dictionaries(
+    {"type": st.sampled_from(["command", "command", "prompt"]), "command": st.text(min_size=1)},
+    optional={"timeout": st.integers(1, 100) | st.floats(0.5, 100)},
+).filter(lambda entry: entry["command"].strip())
+good_group = st.fixed_dictionaries(
+    {"hooks": st.lists(good_entry, max_size=3)},
+    optional={"matcher": st.sampled_from(["Bash", "Edit|Write", "", "*", "mcp__.*", "B.*h"])},
+)
 settings_files = st.one_of(
     json_values,
     st.fixed_dictionaries(
@@ -87,6 +96,9 @@ settings_files = st.one_of(
             )
         }
     ),
+    st.fixed_dictionaries(
+        {"hooks": st.dictionaries(events, st.lists(good_group, max_size=3), max_size=3)}
+    ),
 )
 
 
@@ -95,7 +107,7 @@ settings_files = st.one_of(
 )
 @given(content=settings_files | st.text(max_size=40).map(lambda t: {"raw": t}))
 def test_random_hooks_settings_load_or_fail_cleanly(tmp_path: Path, content):
-    from agi.hooks import load_hooks
+    from agi.hooks import EVENTS, load_hooks
 
     path = tmp_path / "hooks.json"
     path.write_text(
@@ -110,4 +122,39 @@ def test_random_hooks_settings_load_or_fail_cleanly(tmp_path: Path, content):
         return
     except AgiError as e:  # pragma: no cover - any other agi error would be a wrong exit code
         raise AssertionError(f"unexpected {type(e).__name__}: {e}") from e
-    assert isinstance(bool(hooks), bool)
+    # it loaded: it holds exactly the file's command hooks, notes the rest, and matches any payload
+    want, notes = loaded_from(json.loads(path.read_text()), EVENTS)
+    got = {e: [(h.command, h.timeout) for h in hooks.hooks.get(e, [])] for e in EVENTS}
+    assert {e: hs for e, hs in got.items() if hs} == want
+    assert bool(hooks) == bool(want) and all(hooks.has(e) == (e in want) for e in EVENTS)
+    assert len(hooks.warnings) == notes, hooks.warnings
+    for event in want:
+        for payload in PAYLOADS:
+            found = hooks.matching(event, payload)
+            assert all(h in hooks.hooks[event] for h in found)
+
+
+PAYLOADS = [
+    {"tool_name": "Bash", "tool_input": {"command": "ls"}, "source": "startup"},
+    {"tool_name": 3, "tool_input": "not an object", "source": None},
+    {},
+]
+
+
+def loaded_from(data: dict, known: tuple[str, ...]) -> tuple[dict[str, list], int]:
+    """What a settings file that loads must give: each event's (command, timeout) in file order,
+    and how many notes (an event agi does not have; a hook type other than command)."""
+    want: dict[str, list] = {}
+    notes = 0
+    for event, groups in data.get("hooks", {}).items():
+        if event not in known:
+            notes += 1
+            continue
+        for group in groups:
+            for entry in group["hooks"]:
+                if entry["type"] != "command":
+                    notes += 1
+                else:
+                    timeout = float(entry.get("timeout", 60))
+                    want.setdefault(event, []).append((entry["command"], timeout))
+    return want, notes

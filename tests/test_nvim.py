@@ -73,6 +73,7 @@ class WatchedModel(FakeModel):
     def __init__(self, *script: Any):
         self.closed = threading.Event()  # a write failed: the client closed the connection
         self.finished = threading.Event()  # a reply was sent to its end
+        self.answered = threading.Event()  # "silent": the headers are out, no body will follow
         super().__init__(*script)
 
     def _handler(self) -> Any:
@@ -86,6 +87,7 @@ class WatchedModel(FakeModel):
                     self.send_header("content-type", "text/event-stream")
                     self.end_headers()
                     self.wfile.flush()
+                    fake.answered.set()
                     self.connection.settimeout(30)
                     if self.connection.recv(1) == b"":
                         fake.closed.set()
@@ -98,6 +100,35 @@ class WatchedModel(FakeModel):
                 fake.finished.set()
 
         return Handler
+
+
+class HeldReply:
+    """A reply step whose first `head` frames go out at once; `sent` is set when they are out (the
+    request is in flight), and the rest follows `pause` s apart once `release` is set."""
+
+    def __init__(self, step: dict[str, Any], head: int = 2, pause: float = 0.0, held: bool = True):
+        self.sent = threading.Event()
+        self.release = threading.Event()
+        if not held:
+            self.release.set()
+        frames = step["frames"]
+
+        def play() -> Any:
+            yield from frames[:head]
+            self.sent.set()
+            self.release.wait(60)
+            for frame in frames[head:]:
+                time.sleep(pause)
+                yield frame
+
+        self.step = {"kind": "sse", "frames": play(), "delay": 0.0}
+
+
+def until(condition: Any, what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.02)
 
 
 class Editor:
@@ -127,6 +158,16 @@ class Editor:
             if len(events) >= count or time.monotonic() > deadline:
                 return events
             time.sleep(0.02)
+
+    def done_exactly(self, count: int = 1, grace: float = 0.3) -> list[dict[str, Any]]:
+        """The AgiDone events once `count` have fired and no other follows within `grace` s (call
+        it when the request's end has been seen: a late duplicate AgiDone fails the test)."""
+        events = self.done(count)
+        assert len(events) >= count, f"AgiDone fired {len(events)} times, not {count}: {events}"
+        time.sleep(grace)
+        later = self.lua("return _G.agi_done")
+        assert later == events and len(later) == count, f"AgiDone fired {len(later)}: {later}"
+        return later
 
     def buffer(self, lines: list[str], filetype: str = "python") -> int:
         self.nvim.command("enew")
@@ -348,14 +389,18 @@ def test_neovim_stays_responsive_while_the_model_streams(editor):
 
 @needs_nvim
 def test_editing_the_range_meanwhile_is_not_applied_and_says_why(editor):
-    with FakeModel(text(COMPREHENSION, delay=0.1, pieces=8)) as server:
+    reply = HeldReply(text(COMPREHENSION, pieces=8))  # the answer waits for the edit
+    with WatchedModel(reply.step) as server:
         ed = editor(server)
         ed.buffer(PY_BUFFER)
         ed.command("2,4AgiRefactor use a list comprehension")
-        time.sleep(0.3)
+        assert reply.sent.wait(10), "the request never reached the server"
         ed.nvim.current.window.cursor = (3, 0)
         ed.nvim.input("Aitems = items  # edited<Esc>")
-        (event,) = ed.done()
+        until(lambda: ed.lines()[2].endswith("# edited"), "the edit is in the buffer")
+        reply.release.set()
+        assert server.finished.wait(10), "the reply was not sent to its end"
+        (event,) = ed.done_exactly()
     assert event["status"] == "conflict", event
     assert "not applied" in event["message"] and "lines 2-4" in event["message"]
     assert ed.lines()[2] == "    for x in items:items = items  # edited"
@@ -365,15 +410,19 @@ def test_editing_the_range_meanwhile_is_not_applied_and_says_why(editor):
 
 @needs_nvim
 def test_edits_elsewhere_do_not_matter_the_range_moves_with_them(editor):
-    with FakeModel(text(COMPREHENSION, delay=0.1, pieces=8)) as server:
+    reply = HeldReply(text(COMPREHENSION, pieces=8))  # the answer waits for the edits
+    with WatchedModel(reply.step) as server:
         ed = editor(server)
         ed.buffer(PY_BUFFER)
         ed.command("2,4AgiRefactor use a list comprehension")
-        time.sleep(0.3)
+        assert reply.sent.wait(10), "the request never reached the server"
         ed.nvim.current.window.cursor = (1, 0)
         ed.nvim.input("Oimport os<CR><Esc>")  # two lines above the range
         ed.nvim.input("Gox = 1<Esc>")  # and one below it
-        (event,) = ed.done()
+        until(lambda: ed.lines()[0] == "import os" and ed.lines()[-1] == "x = 1", "the edits")
+        reply.release.set()
+        assert server.finished.wait(10), "the reply was not sent to its end"
+        (event,) = ed.done_exactly()
     assert event["status"] == "done", event
     assert ed.lines() == [
         "import os",
@@ -391,24 +440,22 @@ def test_edits_elsewhere_do_not_matter_the_range_moves_with_them(editor):
 
 @needs_nvim
 def test_cancel_closes_the_connection_at_once_and_applies_nothing(editor):
-    with WatchedModel(text(COMPREHENSION, delay=0.1, pieces=30)) as server:
+    # a frame every 0.1 s for 3 s: the server sees the close at its next write
+    reply = HeldReply(text(COMPREHENSION, pieces=30), head=3, pause=0.1, held=False)
+    with WatchedModel(reply.step) as server:
         ed = editor(server)
         ed.buffer(PY_BUFFER)
         ed.command("2,4AgiRefactor use a list comprehension")
-        deadline = time.monotonic() + 5
-        while not server.requests and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.4)  # the reply is streaming
+        assert reply.sent.wait(10), "the reply never started"  # it is streaming now
         cancelled_at = time.monotonic()
         ed.command("AgiCancel")
+        ed.done()
+        done_after = time.monotonic() - cancelled_at
         assert server.closed.wait(2.0), "the server never saw the connection close"
         closed_after = time.monotonic() - cancelled_at
-        print(
-            f"\nthe server saw the connection closed {closed_after * 1000:.0f} ms after :AgiCancel"
-        )
-        events = ed.done()
-        time.sleep(0.3)
-        assert ed.done() == events  # exactly one AgiDone
+        events = ed.done_exactly()  # the request has ended on both sides; and no second AgiDone
+    assert done_after < 1.0, f"AgiDone came {done_after:.2f} s after :AgiCancel"
+    assert closed_after < 1.0, f"the connection closed {closed_after:.2f} s after :AgiCancel"
     assert not server.finished.is_set()
     assert [e["status"] for e in events] == ["cancelled"]
     assert ed.lines() == PY_BUFFER
@@ -423,21 +470,20 @@ def test_cancel_cuts_a_silent_stream_at_once(editor, tmp_path):
         ed = editor(server)
         ed.buffer(PY_BUFFER)
         ed.command("AgiRefactor shorter")
-        deadline = time.monotonic() + 5
-        while not server.requests and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.2)  # the server has answered with headers and is silent
+        assert server.answered.wait(10), "the request never reached the server"  # now silent
         cancelled_at = time.monotonic()
         ed.command("AgiCancel")
         assert server.closed.wait(2.0), "the server never saw the connection close"
         closed = time.monotonic() - cancelled_at
+        ed.done()
+        done_after = time.monotonic() - cancelled_at
         (trace,) = (tmp_path / "agi-home" / "nvim").glob("*/trace.jsonl")
         while '"error": "cancelled"' not in trace.read_text():
             assert time.monotonic() - cancelled_at < 2, "the request kept waiting for the model"
             time.sleep(0.01)
-        print(f"\na silent server saw the connection close {closed * 1000:.0f} ms after :AgiCancel")
-        assert [e["status"] for e in ed.done()] == ["cancelled"]
-    assert closed < 0.5
+        assert [e["status"] for e in ed.done_exactly()] == ["cancelled"]
+    assert closed < 0.5, f"the connection closed {closed:.2f} s after :AgiCancel"
+    assert done_after < 1.0, f"AgiDone came {done_after:.2f} s after :AgiCancel"
     assert len(server.requests) == 1 and ed.lines() == PY_BUFFER
 
 
@@ -559,7 +605,8 @@ def test_every_command_returns_quickly_with_the_warmed_host(editor):
         ed.command("AgiLog")
         ed.command("AgiAccept")
         ed.command("AgiReject")
-        ed.done(2)
+        events = ed.done_exactly(2)  # one AgiDone for each request, no more
+    assert [e["status"] for e in events] == ["cancelled", "cancelled"], events
     print("\n" + ", ".join(f":{k} {v * 1000:.0f} ms" for k, v in ed.latencies.items()))
 
 
@@ -631,11 +678,12 @@ def test_checkhealth_and_commands_say_when_the_host_python_lacks_agi(editor, tmp
         ed.nvim.command("checkhealth agi")
         report = "\n".join(ed.lines())
         assert "ERROR the host Python cannot import agi: ModuleNotFoundError" in report, report
-        assert f"{python} -m pip install 'agi[nvim]'" in report
+        assert f"{python} -m pip install -e '{REPO}[nvim]'" in report, report
         ed.buffer(PY_BUFFER)
         ed.command("AgiRefactor shorter")
         (event,) = ed.done()
     assert event["status"] == "error" and "cannot import agi" in event["message"], event
+    assert f"{python} -m pip install -e '{REPO}[nvim]'" in event["message"], event
     assert python in event["message"] and server.requests == []
 
 

@@ -4,14 +4,12 @@ agent (a single model call unless tools are on), and the lines that replace the 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Generator
 from typing import Any, Protocol
 
 from agi import __version__
 from agi.config import agi_home
 from agi.errors import AgiError
-from agi.messages import Reply
+from agi.messages import Reply, drain
 from agi.nvim.edit import fence_for, result_lines
 from agi.prompts import HERE as PROMPTS
 from agi.session import Session, new_session_id
@@ -37,6 +35,8 @@ def flags(options: dict[str, Any]) -> dict[str, Any]:
             out[key] = options[key]
     if options.get("sys"):
         out["sys"] = list(options["sys"])
+    if options.get("react"):
+        out["react"] = True
     tools = options.get("tools")
     if tools is False or tools is None:
         out["no_tools"] = True
@@ -91,75 +91,68 @@ def run_request(job: Job) -> list[str]:
 
 
 def _run(job: Job, session: Session) -> list[str]:
-    from agi.run import Settings
+    from agi.assemble import Context, assemble, deadline_for
+    from agi.settings import Settings
 
     request = job.request
     settings = Settings.load(flags(request.get("options") or {}))
     if settings.model.api_key:
         session.secrets = [s for s in [settings.model.api_key] if len(s) >= 4]
-    described = {
-        k: request.get(k) for k in ("kind", "filename", "filetype", "first", "instruction")
-    }
-    session.trace(
-        {
-            "type": "run",
-            "agi": __version__,
-            "model": settings.model.label,
-            "base_url": settings.model.base_url,
-            "cwd": request.get("cwd") or os.getcwd(),
-            "pid": os.getpid(),
-            "system": settings.system,
-            "tools": [t.name for t in settings.tools],
-            "nvim": described,
-        }
-    )
-    session.write_meta(model=settings.model.label, nvim=described)
     for warning in settings.warnings:
         job.notice(warning)
-    reply = _ask(job, session, settings, render_prompt(request))
+    ctx = Context(
+        cwd=request.get("cwd") or os.getcwd(),
+        deadline=deadline_for(settings),
+        warn=job.notice,
+        on_transport=job.attach,
+    )
+    agent = assemble(settings, session, ctx)
+    try:
+        described = {
+            k: request.get(k) for k in ("kind", "filename", "filetype", "first", "instruction")
+        }
+        session.trace(run_record(settings, ctx, list(agent.toolbox.tools), described))
+        session.write_meta(model=settings.model.label, nvim=described)
+        reply = _ask(job, agent, settings, render_prompt(request))
+    finally:
+        ctx.cancel()
+        agent.close()
     lines = result_lines(request, reply.text)
     session.trace({"type": "nvim_result", "lines": lines})
     return lines
 
 
-def _ask(job: Job, session: Session, settings: Any, prompt: str) -> Reply:
-    """One agent run: with no tools it is a single model call."""
-    from agi.agent import Agent
-    from agi.tools import Toolbox, ToolContext
-    from agi.transport import Transport
+def run_record(
+    settings: Any, ctx: Any, tools: list[str], described: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "type": "run",
+        "agi": __version__,
+        "model": settings.model.label,
+        "base_url": settings.model.base_url,
+        "cwd": ctx.cwd,
+        "pid": os.getpid(),
+        "system": settings.system,
+        "tools": tools,
+        "nvim": described,
+    }
 
-    deadline = time.monotonic() + settings.timeout if settings.timeout else None
-    transport = Transport(
-        settings.model, trace=session.trace, deadline=deadline, timeout=settings.timeout
-    )
-    job.attach(transport)
-    lifecycle = None
-    if settings.hooks:  # the user's guards (PreToolUse, Stop, ...) hold in Neovim too
-        from agi.lifecycle import Lifecycle
 
-        lifecycle = Lifecycle(settings.hooks, session, job.notice)
+def _ask(job: Job, agent: Any, settings: Any, prompt: str) -> Reply:
+    """One agent run (a single model call when no tools are on); hooks fire as on the command
+    line: SessionStart's context joins the prompt, SessionEnd runs at the end."""
+    lifecycle = agent.lifecycle
+    if lifecycle is not None:
         context = lifecycle.session_start("startup", settings.model.label)
         prompt = f"{prompt}\n\n{context}" if context else prompt
-    ctx = ToolContext(
-        cwd=job.request.get("cwd") or os.getcwd(), deadline=deadline, sandbox=settings.sandbox
-    )
-    agent = Agent(
-        transport,
-        Toolbox(settings.tools, ctx, lifecycle),
-        session,
-        settings.system,
-        settings.max_steps,
-        lifecycle,
-    )
     events = agent.run(prompt)
     try:
-        return _drive(job, events)
+        return drain(events, lambda event: _progress(job, event))
     except BaseException:
         agent.salvage()
         raise
     finally:
         events.close()
-        transport.close()
         if lifecycle is not None:
             try:
                 lifecycle.session_end("other")
@@ -167,11 +160,6 @@ def _ask(job: Job, session: Session, settings: Any, prompt: str) -> Reply:
                 job.notice(str(e))
 
 
-def _drive(job: Job, events: Generator[Any, None, Reply]) -> Reply:
-    while True:
-        job.check()
-        try:
-            event = next(events)
-        except StopIteration as done:
-            return done.value
-        job.progress(event)
+def _progress(job: Job, event: Any) -> None:
+    job.check()
+    job.progress(event)

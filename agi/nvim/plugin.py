@@ -151,8 +151,12 @@ def outcome(job: Job) -> dict[str, Any]:
 
 
 def missing_engine(error: ImportError) -> str:
+    from pathlib import Path
+
+    checkout = Path(__file__).resolve().parents[2]  # agi's repository, when installed from it
     return (
         f"the Python host ({sys.executable}) cannot load agi: {error}. Install agi with its "
-        f"dependencies there ({sys.executable} -m pip install 'agi[nvim]') or point "
+        f"dependencies there ({sys.executable} -m pip install -e '{checkout}[nvim]', the "
+        "distribution agi-cli) or point "
         "g:python3_host_prog at a Python that has it; see :checkhealth agi"
     )

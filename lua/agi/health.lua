@@ -22,7 +22,8 @@ M.check = function()
   end
 
   vim.health.start('agi: the agi package')
-  local install = string.format("%s -m pip install 'agi[nvim]'  (or: pip install -e '%s[nvim]')", prog, H.root())
+  -- the distribution is agi-cli (PyPI's agi is another project), installed from this checkout
+  local install = string.format("%s -m pip install -e '%s[nvim]'", prog, H.root())
   if found.agi_error then
     vim.health.error('the host Python cannot import agi: ' .. found.agi_error, {
       'Install agi into the Python that runs the host: ' .. install,

@@ -19,6 +19,8 @@ M.config = {
   sys = nil,
   -- false: one model call, no tools; true: agi's configured tools; or a list of tool names
   tools = false,
+  -- true: the text ReAct protocol instead of native tool calls, as agi's --react
+  react = false,
   -- "direct": apply the result at once; "preview": show it, then :AgiAccept / :AgiReject
   apply = 'direct',
   -- lines of context sent before and after the range
@@ -193,6 +195,7 @@ H.setup_config = function(config)
   H.check('config.context', config.context, 'number')
   H.check('config.spinner', config.spinner, 'boolean')
   H.check('config.warmup', config.warmup, 'boolean')
+  H.check('config.react', config.react, 'boolean')
   if type(config.tools) ~= 'boolean' and type(config.tools) ~= 'table' then
     H.error('`config.tools` should be a boolean or a list of tool names, not ' .. type(config.tools))
   end
@@ -259,7 +262,13 @@ H.start = function(kind, buf, first, last, instruction)
       tabstop = vim.bo[buf].tabstop,
     },
     cwd = vim.fn.getcwd(),
-    options = { model = M.config.model, base_url = M.config.base_url, sys = M.config.sys, tools = M.config.tools },
+    options = {
+      model = M.config.model,
+      base_url = M.config.base_url,
+      sys = M.config.sys,
+      tools = M.config.tools,
+      react = M.config.react,
+    },
   }
   H.spin()
   local ok, err = pcall(vim.fn.AgiHostRequest, payload)

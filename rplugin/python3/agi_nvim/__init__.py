@@ -5,11 +5,14 @@ agi.nvim.plugin (light) is imported at the first call, the engine on a worker th
 side defines the commands and calls these functions asynchronously.
 """
 
+import os
 import sys
 
 import pynvim
 
 DELIVER = "require('agi')._event(...)"
+# agi's repository (rplugin/python3/agi_nvim/ in it): pip installs it as the distribution agi-cli
+CHECKOUT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 @pynvim.plugin
@@ -27,7 +30,7 @@ class AgiNvim:
             except ImportError as e:
                 self.error = (
                     f"the Python host ({sys.executable}) cannot import agi: {e}. Install it "
-                    f"there ({sys.executable} -m pip install 'agi[nvim]') or point "
+                    f"there ({sys.executable} -m pip install -e '{CHECKOUT}[nvim]') or point "
                     "g:python3_host_prog at a Python that has it; see :checkhealth agi"
                 )
             else:

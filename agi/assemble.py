@@ -1,0 +1,216 @@
+"""One path from settings to a ready agent: the transport, the toolbox and the hooks, built the
+same way for the command line, for subagents and for Neovim. Nothing is patched afterwards."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import LimitReached, ProviderError, ToolError, UsageError
+
+if TYPE_CHECKING:
+    from agi.agent import Agent
+    from agi.session import Session
+    from agi.settings import Settings
+    from agi.subagents import AgentFile
+    from agi.tools import Tool
+    from agi.transport import Transport
+
+
+def _ignore(text: str) -> None:
+    pass
+
+
+@dataclass
+class Context:
+    """Where and within what limits agents run; one per run, shared (deeper) by its subagents."""
+
+    cwd: str = field(default_factory=os.getcwd)
+    deadline: float | None = None  # time.monotonic() value
+    depth: int = 0  # 0 for the run's own agent, 1 for its subagents, ...
+    warn: Callable[[str], None] = _ignore
+    env: dict[str, str] = field(default_factory=dict)  # hook exports, for every process tools start
+    on_transport: Callable[[Any], None] = _ignore  # told of every transport (Neovim cancels them)
+    tools: list[Tool] | None = None  # the run's tools, built once, shared with its subagents
+    transports: list[Transport] = field(default_factory=list)  # every one made: cancelled at exit
+
+    def deeper(self) -> Context:
+        """A subagent's context: the same limits, tools, environment and transports list."""
+        return replace(self, depth=self.depth + 1)
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """A new deadline (a REPL's next turn), for the transports made so far too."""
+        self.deadline = deadline
+        for transport in self.transports:
+            transport.deadline = deadline
+
+    def cancel(self) -> None:
+        """Close every model connection at once (from any thread)."""
+        for transport in list(self.transports):
+            transport.cancel()
+
+
+def assemble(
+    settings: Settings,
+    session: Session,
+    ctx: Context,
+    agent_type: str | None = None,
+) -> Agent:
+    """The agent for a session: its transport, its toolbox (with `Task` wired to run subagents
+    through this same function) and its hooks. `agent_type` names a subagent's file."""
+    from agi.agent import Agent
+    from agi.tools import Toolbox, ToolContext
+
+    transport = make_transport(settings, session, ctx)
+    lifecycle = None
+    if settings.hooks is not None:
+        from agi.lifecycle import Lifecycle
+
+        stop = "SubagentStop" if agent_type else "Stop"
+        lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
+    prepare_tools(settings, ctx)
+    tools = choose(settings, ctx, session)
+    system = settings.system
+    if any(t.name == "Skill" for t in tools):
+        from agi.skills import skills_prompt
+
+        system += "\n\n" + skills_prompt(settings.skills)
+    tool_ctx = ToolContext(
+        cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
+    )
+    toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0)
+    chat: Any = transport
+    if settings.react:
+        from agi.react import ReactTransport
+
+        chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
+    return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle)
+
+
+def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
+    from agi.transport import Transport
+
+    transport = Transport(
+        settings.model, trace=session.trace, deadline=ctx.deadline, timeout=settings.timeout
+    )
+    ctx.transports.append(transport)
+    ctx.on_transport(transport)
+    return transport
+
+
+def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
+    """Every tool the run may offer: built-ins, the user's tools (`--describe`, cached), MCP
+    servers' tools (cached lists; servers start when first called) and the Skill tool."""
+    sources = settings.tools
+    if sources.none:
+        return []
+    tools: list[Any] = []
+    if sources.builtin:
+        from agi.tools import builtin_tools
+
+        tools += builtin_tools()
+    if sources.files or sources.dirs:
+        from agi.tools.external import load_tools
+
+        own, warnings = load_tools(sources.files, sources.dirs, settings.home / "tool-cache.json")
+        tools += own
+        _warn_all(ctx, warnings)
+    if sources.mcp:
+        from agi.mcp import load_mcp
+
+        mcp_tools, warnings = load_mcp(sources.mcp, settings.home / "mcp-cache.json")
+        tools += mcp_tools
+        _warn_all(ctx, warnings)
+    if settings.skills:
+        from agi.skills import SkillTool, skills_prompt
+
+        if skills_prompt(settings.skills):
+            tools.append(SkillTool(settings.skills))
+    return tools
+
+
+def _warn_all(ctx: Context, warnings: list[str]) -> None:
+    for warning in warnings:
+        ctx.warn(warning)
+
+
+def prepare_tools(settings: Settings, ctx: Context) -> None:
+    """Build the run's tools once (before any session is touched) and check --tools against
+    them: an unknown name is a usage error."""
+    if ctx.tools is not None:
+        return
+    ctx.tools = build_tools(settings, ctx)
+    allow = settings.tools.allow
+    if allow is None:
+        return
+    known = {t.name for t in ctx.tools} | ({"Task"} if _offers_task(settings) else set())
+    unknown = [n for n in allow if n not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown tool in --tools: {', '.join(unknown)} (available: {', '.join(sorted(known))})"
+        )
+
+
+def _offers_task(settings: Settings) -> bool:
+    return settings.tools.builtin and not settings.tools.none
+
+
+def choose(settings: Settings, ctx: Context, session: Session) -> list[Any]:
+    """The tools this agent offers: the allowlist applied, and `Task` (running subagents in
+    sessions under this one) while subagents may go deeper."""
+    from agi.subagents import MAX_DEPTH, Task
+
+    available = list(ctx.tools or [])
+    if _offers_task(settings) and ctx.depth < MAX_DEPTH:
+        available.append(Task(settings.agents, Spawner(settings, ctx, session)))
+    allow = settings.tools.allow
+    return available if allow is None else [t for t in available if t.name in allow]
+
+
+class Spawner:
+    """What `Task` calls: run a subagent to its answer in its own session under the parent's."""
+
+    def __init__(self, settings: Settings, ctx: Context, parent: Session):
+        self.settings, self.ctx, self.parent = settings, ctx, parent
+
+    def __call__(self, agent: AgentFile, prompt: str, description: str) -> str:
+        from agi.messages import drain
+        from agi.session import Session
+        from agi.subagents import subagent_dir
+
+        settings = self.settings.for_agent(agent, subagent_model(self.settings, agent))
+        parent = self.parent
+        session = Session.open(subagent_dir(parent.path, agent.name), parent.secrets)
+        session.write_meta(
+            model=settings.model.label,
+            parent=str(parent.path),
+            agent=agent.name,
+            description=description,
+        )
+        child = assemble(settings, session, self.ctx.deeper(), agent_type=agent.name)
+        try:
+            return str(drain(child.run(prompt)).text)
+        except (ProviderError, LimitReached) as e:
+            raise ToolError(f"the subagent failed: {e}") from e
+        finally:
+            session.write_meta()
+            child.close()
+
+
+def subagent_model(settings: Settings, agent: AgentFile) -> Any:
+    """A `provider:model` in the agent file is used as given; Claude's aliases (sonnet, haiku)
+    and `inherit` mean the parent's model."""
+    if not agent.model or ":" not in agent.model:
+        return None
+    provider, _, name = agent.model.partition(":")
+    return replace(settings.model, provider=provider, model=name)
+
+
+def deadline_for(settings: Settings, started: float | None = None) -> float | None:
+    """The monotonic deadline of a run (or a REPL turn) that started at `started`."""
+    if not settings.timeout:
+        return None
+    return (time.monotonic() if started is None else started) + settings.timeout
