@@ -91,9 +91,16 @@ def assemble(
 
 
 def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
+    """The wire protocol of the model's provider: the Messages API for `anthropic:`, else
+    OpenAI-compatible chat completions."""
     from agi.transport import Transport
 
-    transport = Transport(
+    kind = Transport
+    if settings.model.provider == "anthropic":
+        from agi.anthropic import AnthropicMessages
+
+        kind = AnthropicMessages
+    transport = kind(
         settings.model, trace=session.trace, deadline=ctx.deadline, timeout=settings.timeout
     )
     ctx.transports.append(transport)
@@ -201,10 +208,18 @@ class Spawner:
 
 
 def subagent_model(settings: Settings, agent: AgentFile) -> Any:
-    """A `provider:model` in the agent file is used as given; Claude's aliases (sonnet, haiku)
-    and `inherit` mean the parent's model."""
-    if not agent.model or ":" not in agent.model:
+    """A `provider:model` in the agent file is used as given; Claude's aliases (sonnet, opus,
+    haiku) name the current model of that family when the parent speaks Anthropic, and the
+    parent's model otherwise (as `inherit` does)."""
+    if not agent.model:
         return None
+    if ":" not in agent.model:
+        if settings.model.provider != "anthropic":
+            return None
+        from agi.anthropic import claude_model
+
+        alias = claude_model(agent.model)
+        return replace(settings.model, model=alias) if alias else None
     provider, _, name = agent.model.partition(":")
     return replace(settings.model, provider=provider, model=name)
 

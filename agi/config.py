@@ -16,6 +16,9 @@ PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
     "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", None),
     "litellm": ("http://localhost:4000/v1", "LITELLM_API_KEY", "LITELLM_BASE_URL"),
     "ollama": ("http://localhost:11434/v1", None, None),
+    # the Messages API (agi.anthropic), not chat completions: its base has no /v1
+    "anthropic": ("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "gemini": ("https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", None),
 }
 
 NO_MODEL = (
@@ -45,6 +48,10 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     ),
     "timeout": _positive,
     "idle_timeout": _positive,
+    "max_tokens": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive integer",
+    ),
     "sys": _names,
     "tools": _names,
     "no_bash": _bool,
@@ -69,13 +76,49 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     ),
     "allow_write": _names,
     "no_network": _bool,
+    "max_cost": _positive,
+    "context_window": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 256,
+        "a number of tokens (at least 256)",
+    ),
+    "compact": (lambda v: v in ("auto", "off"), 'one of "auto", "off"'),
+    "no_compact": _bool,
+    "compact_threshold": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+        "a fraction of the context window, above 0 and at most 1",
+    ),
+    "models": (lambda v: isinstance(v, dict), 'a table of [models."NAME"] tables'),
+    "prices": (lambda v: isinstance(v, dict), 'a table of [prices."MODEL"] tables'),
 }
+MODEL_KEYS: dict[str, tuple[Any, str]] = {"context_window": FILE_KEYS["context_window"]}
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "base_url": _str,
     "api_key": _str,
     "api_key_env": _str,
     "params": (lambda v: isinstance(v, dict), "a table"),
 }
+_price = (
+    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+    "a number of USD per million tokens",
+)
+PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
+    ("input", "output", "cached", "cache_write"), _price
+)
+
+
+def _check_prices(path: Path, prices: dict[str, Any]) -> None:
+    """`[prices."MODEL"]` tables: input and output required, cached and cache_write optional."""
+    for name, table in prices.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f'config file {path}: prices."{name}" must be a table')
+        for key, value in table.items():
+            _check(path, f'prices."{name}".{key}', value, PRICE_KEYS)
+        missing = [k for k in ("input", "output") if k not in table]
+        if missing:
+            raise ConfigError(
+                f'config file {path}: prices."{name}" needs {" and ".join(missing)} '
+                "(USD per million tokens)"
+            )
 
 
 def _check(path: Path, name: str, value: Any, rules: dict[str, tuple[Any, str]]) -> None:
@@ -122,6 +165,12 @@ def load_file(path: Path) -> dict[str, Any]:
             raise ConfigError(f"config file {path}: providers.{name} must be a table")
         for key, value in table.items():
             _check(path, f"providers.{name}.{key}", value, PROVIDER_KEYS)
+    _check_prices(path, data.get("prices") or {})
+    for name, table in (data.get("models") or {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f'config file {path}: models."{name}" must be a table')
+        for key, value in table.items():
+            _check(path, f'models."{name}".{key}', value, MODEL_KEYS)
     return data
 
 
@@ -133,6 +182,7 @@ class ModelConfig:
     api_key: str | None = field(default=None, repr=False)
     params: dict[str, Any] = field(default_factory=dict)
     idle_timeout: float = 300.0
+    max_tokens: int | None = None  # the Messages API requires one; else a per-model default
 
     @property
     def label(self) -> str:
@@ -183,7 +233,8 @@ def resolve_model(flags: dict[str, Any], file: dict[str, Any], path: Path) -> Mo
     params = dict(file.get("params") or {})
     params.update(section.get("params") or {})
     idle = float(file.get("idle_timeout") or 300.0)
-    return ModelConfig(provider, model, base_url, api_key or None, params, idle)
+    max_tokens = file.get("max_tokens")
+    return ModelConfig(provider, model, base_url, api_key or None, params, idle, max_tokens)
 
 
 def merged(flags: dict[str, Any], file: dict[str, Any], key: str, default: Any = None) -> Any:

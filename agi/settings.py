@@ -69,6 +69,17 @@ class ToolSources:
 
 
 @dataclass
+class Budget:
+    """What a run may spend, and how its context is kept within the model's window."""
+
+    max_cost: float | None = None  # --max-cost USD
+    prices: dict[str, Any] = field(default_factory=dict)  # [prices."MODEL"] from the config
+    compact: bool = True  # compact = "auto" (default); "off" or --no-compact: never
+    threshold: float = 0.8  # compact before a request passing this fraction of the window
+    windows: dict[str, Any] = field(default_factory=dict)  # context_window, [models."NAME"]
+
+
+@dataclass
 class Settings:
     """Everything a run needs, from defaults < config file < environment < flags."""
 
@@ -150,6 +161,22 @@ def _sandbox(flags: dict[str, Any], file: dict[str, Any]) -> Policy:
     )
     sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
     return sandbox
+
+
+def _budget(flags: dict[str, Any], file: dict[str, Any]) -> Budget:
+    from agi.config import merged
+
+    off = merged(flags, file, "no_compact") or merged(flags, file, "compact", "auto") == "off"
+    windows = {"models": file.get("models") or {}}
+    if merged(flags, file, "context_window") is not None:
+        windows["context_window"] = merged(flags, file, "context_window")
+    return Budget(
+        max_cost=merged(flags, file, "max_cost"),
+        prices=dict(file.get("prices") or {}),
+        compact=not off,
+        threshold=float(merged(flags, file, "compact_threshold", 0.8)),
+        windows=windows,
+    )
 
 
 def _schema(spec: Any) -> dict[str, Any] | None:
