@@ -6,7 +6,7 @@ import json
 from collections.abc import Generator
 from typing import Any, Protocol
 
-from agi.errors import StepLimit
+from agi.errors import ProviderError, StepLimit
 from agi.messages import (
     AssistantText,
     Reply,
@@ -43,10 +43,12 @@ class Agent:
         system_prompt: str,
         max_steps: int = 50,
         lifecycle: Any = None,
+        compactor: Any = None,
     ):
         self.transport, self.toolbox, self.session = transport, toolbox, session
         self.system_prompt, self.max_steps = system_prompt, max_steps
         self.lifecycle = lifecycle  # UserPromptSubmit and Stop hooks, when there are any
+        self.compactor = compactor  # keeps each request within the model's window
         self.usage = Usage()
         self.steps = 0
         self.partial: list[str] = []  # text of the reply being streamed, for salvage()
@@ -59,7 +61,7 @@ class Agent:
 
     def messages(self) -> list[dict[str, Any]]:
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return system + self.session.messages
+        return system + self.session.view()
 
     def run(self, prompt: str) -> Generator[Any, None, Reply]:
         """Yield events while working; return the final reply."""
@@ -109,9 +111,25 @@ class Agent:
         raise StepLimit(self.max_steps)
 
     def _ask(self) -> Generator[Any, None, Reply]:
-        """One model call; streamed text is kept in `partial` until the reply is whole."""
-        stream = self.transport.stream(self.messages(), self.toolbox.specs)
-        return (yield from watch(stream, self._keep))
+        """One model call; streamed text is kept in `partial` until the reply is whole. The
+        compactor keeps the request within the window, and compacts once after a refusal."""
+        compactor, tools = self.compactor, self.toolbox.specs
+        if compactor is not None:
+            yield from compactor.before(self.messages(), tools)
+        try:
+            reply = yield from watch(self.transport.stream(self.messages(), tools), self._keep)
+        except ProviderError as e:
+            if compactor is None or self.partial:
+                raise
+            yield from compactor.refused(e)
+            try:
+                reply = yield from watch(self.transport.stream(self.messages(), tools), self._keep)
+            except ProviderError as again:
+                raise compactor.still_too_long(again) from again
+            compactor.sent_again()
+        if compactor is not None and reply.usage is not None:
+            compactor.observe(reply.usage.input)
+        return reply
 
     def _keep(self, event: Any) -> None:
         if isinstance(event, TextDelta):

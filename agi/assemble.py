@@ -87,7 +87,10 @@ def assemble(
         from agi.react import ReactTransport
 
         chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
-    return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle)
+    from agi.compaction import Compactor
+
+    compactor = Compactor(settings, session, transport, lifecycle, ctx.warn)
+    return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle, compactor)
 
 
 def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:

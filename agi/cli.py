@@ -54,6 +54,16 @@ def build_parser() -> Parser:
     p.add_argument("prompt", nargs="*", help="the task; words are joined with spaces")
     p.add_argument("-m", "--model", help="PROVIDER:MODEL or a bare model name (env AGI_MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint ending in /v1 (env AGI_BASE_URL)")
+    add_session_options(p)
+    add_run_options(p)
+    add_tool_options(p)
+    add_sandbox_options(p)
+    add_output_options(p)
+    return p
+
+
+def add_session_options(p: Parser) -> None:
+    """Which conversation: a directory, the last one, a copy; and the read-only views."""
     p.add_argument("-s", "--session", metavar="DIR", help="use DIR as the conversation")
     p.add_argument(
         "-c",
@@ -70,6 +80,21 @@ def build_parser() -> Parser:
         "--list-sessions", action="store_true", help="list the sessions used, newest first"
     )
     p.add_argument("--show", metavar="SESSION", help="print a readable transcript of SESSION")
+    p.add_argument(
+        "--compact",
+        action="store_true",
+        help="compact the session (-s DIR or -c) now; PROMPT words say what the summary keeps",
+    )
+    p.add_argument(
+        "--no-compact",
+        action="store_true",
+        default=None,
+        help="never compact automatically (a request too long for the model then fails)",
+    )
+
+
+def add_run_options(p: Parser) -> None:
+    """What the model is told and asked for, and the limits of a run."""
     p.add_argument(
         "--sys",
         action="append",
@@ -94,6 +119,16 @@ def build_parser() -> Parser:
         metavar="SECONDS",
         help="wall-clock limit for the whole run",
     )
+    p.add_argument(
+        "--max-cost",
+        type=positive(float),
+        metavar="USD",
+        help="stop before the next model call once the run has cost this much",
+    )
+
+
+def add_tool_options(p: Parser) -> None:
+    """The tools offered: built-in, the user's own, skills, subagents, MCP servers; and hooks."""
     p.add_argument("--tools", metavar="LIST", help="comma-separated allowlist of tool names")
     p.add_argument(
         "--tool", action="append", metavar="PATH", help="a user-defined tool (repeatable)"
@@ -123,6 +158,9 @@ def build_parser() -> Parser:
         default=None,
         help="no Bash, nor any other built-in tool: only your own tools, skills and MCP tools",
     )
+
+
+def add_sandbox_options(p: Parser) -> None:
     p.add_argument(
         "--sandbox",
         choices=["off", "read-only", "workspace"],
@@ -141,6 +179,10 @@ def build_parser() -> Parser:
         default=None,
         help="with --sandbox: no network inside the sandbox",
     )
+
+
+def add_output_options(p: Parser) -> None:
+    """stdin, stdout's format, and how much goes to stderr."""
     p.add_argument("--no-stdin", action="store_true", help="do not read standard input")
     p.add_argument("--output", choices=["text", "json", "jsonl"], help="output format (text)")
     p.add_argument(
@@ -154,7 +196,6 @@ def build_parser() -> Parser:
         "-q", "--quiet", action="store_true", default=None, help="no progress, only errors"
     )
     p.add_argument("--version", action="version", version=f"agi {__version__}")
-    return p
 
 
 def rewrite(argv: list[str]) -> list[str]:
@@ -197,13 +238,17 @@ def main(argv: list[str] | None = None) -> int:
             return inspect(args)
         if args.cont and (args.session or args.fork):
             raise UsageError("--continue cannot be used with --session or --fork")
-        prompt = "" if args.repl else read_prompt(args)
+        if args.compact and (args.repl or args.fork or not (args.session or args.cont)):
+            raise UsageError("--compact works on a session: give -s DIR or -c (not -i, --fork)")
+        prompt = "" if args.repl or args.compact else read_prompt(args)
         from pathlib import Path
 
         from agi.run import Run  # after parsing: --version and --help stay light
         from agi.settings import Settings
 
         settings = Settings.load(vars(args))
+        if settings.timeout and not args.repl:
+            arm_alarm(started, settings.timeout)
         run = Run(settings, started, interactive=args.repl)
         path = Path(args.session) if args.session else None
         if args.fork:
@@ -215,7 +260,12 @@ def main(argv: list[str] | None = None) -> int:
             from agi.repl import repl
 
             return repl(run, path, args.cont)
-        return run.one_shot(prompt, path, args.cont)
+        if args.compact:
+            return run.compact(" ".join(args.prompt).strip(), path, args.cont)
+        code = run.one_shot(prompt, path, args.cont)
+        if code and run.verdict is not None:
+            sys.stderr.write(f"agi: judged failed: {run.verdict['reason']}\n")
+        return code
     except KeyboardInterrupt:
         return fail(Interrupted(signal.SIGINT), run)
     except AgiError as e:
@@ -224,8 +274,20 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         if run is not None:
             run.cleanup()
+
+
+def arm_alarm(started: float, timeout: float) -> None:
+    """A backstop for --timeout: the transport and the tools honour the deadline themselves."""
+    from agi.errors import TimeLimit
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeLimit(timeout)
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(0.1, started + timeout - time.monotonic()) + 1)
 
 
 def inspect(args: argparse.Namespace) -> int:

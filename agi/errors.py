@@ -4,15 +4,22 @@
     ├── UsageError                2   bad option, bad prompt, bad file given on the command line
     │   └── ConfigError           2   bad or missing configuration (no model, bad config.toml)
     ├── ProviderError             3   the model provider failed after retries
-    ├── LimitReached              4   --max-steps or --timeout
+    ├── LimitReached              4   --max-steps, --timeout or --max-cost
     │   ├── StepLimit
-    │   └── TimeLimit
+    │   ├── TimeLimit
+    │   └── CostLimit
     ├── SchemaFailed              5   no valid JSON under --schema
     ├── HookStopped               6   a hook stopped the run
     └── Interrupted             130   SIGINT (143 for SIGTERM)
         └── Cancelled           130   the exchange was cancelled (Neovim's :AgiCancel, shutdown)
 
 Only `agi.cli` turns these into messages and exit codes.
+
+Apart from the tree, and not an AgiError:
+
+    ToolError                         a tool failed; the model reads it as an `Error: …` result
+
+Tools raise ToolError and the toolbox turns it into the call's result, so it never ends a run.
 """
 
 
@@ -30,6 +37,7 @@ class ConfigError(UsageError):
 
 class ProviderError(AgiError):
     exit_code = 3
+    too_long = False  # the provider refused the request for its length (agi.context.is_too_long)
 
     def __init__(self, message: str, status: int | None = None, retryable: bool = False):
         super().__init__(message)
@@ -49,6 +57,11 @@ class StepLimit(LimitReached):
 class TimeLimit(LimitReached):
     def __init__(self, seconds: float):
         super().__init__(f"time limit reached: {seconds:g} s (--timeout)")
+
+
+class CostLimit(LimitReached):
+    def __init__(self, spent: str, limit: str):  # amounts as agi.cost.money() writes them
+        super().__init__(f"cost limit reached ({spent} of {limit})")
 
 
 class SchemaFailed(AgiError):
@@ -73,3 +86,7 @@ class Cancelled(Interrupted):
     def __init__(self) -> None:
         AgiError.__init__(self, "cancelled")
         self.exit_code = 130
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model should read about; becomes an `Error: …` result."""

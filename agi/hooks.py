@@ -1,8 +1,9 @@
-"""Claude Code-compatible hooks: load settings files, run matching commands, merge their verdicts.
+"""Claude Code-compatible hooks: run the matching commands of an event, merge their verdicts.
 
-Settings: `{"hooks": {EVENT: [{"matcher": M, "hooks": [{"type": "command", "command": CMD,
-"timeout": SECONDS}]}]}}`. Each command runs with `sh -c` in the project directory, the event JSON
-on stdin; all matching hooks of an event run in parallel and identical commands run once.
+Settings (read by agi.hook_settings): `{"hooks": {EVENT: [{"matcher": M, "hooks": [{"type":
+"command", "command": CMD, "timeout": SECONDS}]}]}}`. Each command runs with `sh -c` in the
+project directory, the event JSON on stdin; all matching hooks of an event run in parallel and
+identical commands run once.
 Exit 0: stdout is JSON to honour, or plain text that becomes context for UserPromptSubmit and
 SessionStart (ignored elsewhere). Exit 2: a block, stderr the reason. Other exits, timeouts and
 commands that cannot start are warnings; the run goes on. `Outcome` holds the merged verdict;
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -25,54 +25,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi.errors import ConfigError
+from agi.hook_settings import (
+    EVENTS,
+    TOOL_EVENTS,
+    Hook,
+    HookSettingsError,
+    Matcher,
+    read_settings,
+)
 
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-EVENTS = (*TOOL_EVENTS, "UserPromptSubmit", "Stop", "SubagentStop", "SessionStart", "SessionEnd")
+__all__ = [
+    "EVENTS",
+    "Hook",
+    "HookSettingsError",
+    "Hooks",
+    "Matcher",
+    "Outcome",
+    "base_payload",
+    "load_hooks",
+    "read_env_file",
+    "resolve_ask",
+]
+
 # The payload field a matcher is compared with; other events ignore matchers (Claude Code).
 MATCH_FIELD = dict.fromkeys(TOOL_EVENTS, "tool_name")
-MATCH_FIELD.update(SessionStart="source", SessionEnd="reason", SubagentStop="agent_type")
+MATCH_FIELD.update(
+    SessionStart="source", SessionEnd="reason", SubagentStop="agent_type", PreCompact="trigger"
+)
 BLOCKING = frozenset(EVENTS[:6])  # exit 2 / decision "block" mean something here only
 PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
-DEFAULT_TIMEOUT = 60.0
 CONTEXT_LIMIT = 10_000  # characters of one hook's context, as Claude Code caps hook output
-SIMPLE = re.compile(r"[A-Za-z0-9_| -]+")  # Claude Code compares such matchers as exact names
 SHELL_NOISE = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 PIPE = subprocess.PIPE
 POPEN: Any = dict(stdin=PIPE, stdout=PIPE, stderr=PIPE, encoding="utf-8", errors="replace")
 POPEN["process_group"] = 0  # its own group: a timeout or an interrupt kills its children too
-
-
-class HookSettingsError(ConfigError):
-    """A hooks settings file that cannot be used; the message names the file and the problem."""
-
-
-@dataclass(frozen=True)
-class Matcher:
-    """Which invocations a group applies to: a Claude Code matcher plus agi's argument regexes."""
-
-    names: frozenset[str] | None = None  # exact names (`Bash`, `Edit|Write`)
-    pattern: re.Pattern[str] | None = None  # anything else: searched, unanchored, like RegExp.test
-    inputs: tuple[tuple[str, re.Pattern[str]], ...] = ()  # agi: argument name -> regex searched
-
-    def matches(self, query: str | None, tool_input: Any) -> bool:
-        """True when the name (if the event has one) and every argument regex match."""
-        if query is not None and self.names is not None and query not in self.names:
-            return False
-        if query is not None and self.pattern is not None and not self.pattern.search(query):
-            return False
-        args = tool_input if isinstance(tool_input, dict) else {}
-        return all(k in args and regex.search(_as_text(args[k])) for k, regex in self.inputs)
-
-
-@dataclass(frozen=True)
-class Hook:
-    """One command of a settings file, with the matcher of its group."""
-
-    command: str
-    timeout: float
-    matcher: Matcher
-    source: str
 
 
 @dataclass
@@ -164,103 +150,6 @@ class Hooks:
             if own_file:
                 Path(own_file).unlink(missing_ok=True)
         return outcome
-
-
-def load_hooks(paths: list[Path], project_dir: Path | None = None) -> Hooks:
-    """Merge several settings files (in order); a missing or malformed file is an error."""
-    hooks: dict[str, list[Hook]] = {}
-    warnings: list[str] = []
-    for path in paths:
-        for event, hook in _read_settings(Path(path), warnings):
-            hooks.setdefault(event, []).append(hook)
-    return Hooks(hooks, Path(project_dir or os.getcwd()), warnings)
-
-
-def _read_settings(path: Path, warnings: list[str]) -> list[tuple[str, Hook]]:
-    """Validate one settings file and return its (event, hook) pairs."""
-
-    def bad(problem: str) -> HookSettingsError:
-        return HookSettingsError(f"hooks file {path}: {problem}")
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise bad(e.strerror or str(e)) from e
-    except UnicodeDecodeError as e:
-        raise bad("not UTF-8 text") from e
-    except json.JSONDecodeError as e:
-        raise bad(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
-    if not isinstance(data, dict):
-        raise bad("the top level must be a JSON object")
-    events = data.get("hooks", {})
-    if not isinstance(events, dict):
-        raise bad('"hooks" must be an object mapping event names to lists')
-    found = []
-    for event, groups in events.items():
-        if not isinstance(groups, list):
-            raise bad(f"hooks.{event} must be a list")
-        if event not in EVENTS:
-            warnings.append(f"hooks file {path}: agi has no {event!r} event; its hooks never run")
-            continue
-        for i, group in enumerate(groups):
-            at = f"hooks.{event}[{i}]"
-            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
-                raise bad(f'{at} must be an object with a "hooks" list')
-            matcher = _matcher(group.get("matcher"), event, f"{at}.matcher", bad)
-            for j, entry in enumerate(group["hooks"]):
-                if hook := _command(entry, matcher, f"{at}.hooks[{j}]", str(path), warnings):
-                    found.append((event, hook))
-    return found
-
-
-def _command(entry: Any, matcher: Matcher, where: str, path: str, notes: list[str]) -> Hook | None:
-    """One entry of a group's "hooks" list; types other than "command" are skipped with a note."""
-    problem = f"hooks file {path}: {where}"
-    if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
-        raise HookSettingsError(f'{problem} must be an object with "type": "command"')
-    if entry["type"] != "command":
-        notes.append(f"{problem}: agi runs only command hooks; skipped")
-        return None
-    command, timeout = entry.get("command"), entry.get("timeout", DEFAULT_TIMEOUT)
-    if not isinstance(command, str) or not command.strip():
-        raise HookSettingsError(f"{problem}.command must be a non-empty string")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise HookSettingsError(f"{problem}.timeout must be a positive number of seconds")
-    return Hook(command, float(timeout), matcher, path)
-
-
-def _matcher(spec: Any, event: str, at: str, bad: Any) -> Matcher:
-    """Parse a string matcher, or agi's object matcher {"tool": M, "input": {ARG: REGEX}}."""
-    if not isinstance(spec, dict):
-        return _name_matcher(spec, at, bad)
-    if event not in TOOL_EVENTS:
-        raise bad(f"{at}: object matchers apply to tool events only")
-    if set(spec) - {"tool", "input"}:
-        raise bad(f'{at}: an object matcher has only "tool" and "input"')
-    inputs = spec.get("input", {})
-    if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
-        raise bad(f"{at}.input must map argument names to regex strings")
-    base = _name_matcher(spec.get("tool"), f"{at}.tool", bad)
-    regexes = tuple((k, _compile(v, f"{at}.input.{k}", bad)) for k, v in inputs.items())
-    return Matcher(base.names, base.pattern, regexes)
-
-
-def _name_matcher(spec: Any, at: str, bad: Any) -> Matcher:
-    """Empty or `*`: everything; letters, digits, `_`, `-` and `|`: exact names; else a regex."""
-    if spec is None or (isinstance(spec, str) and spec.strip() in ("", "*")):
-        return Matcher()
-    if not isinstance(spec, str):
-        raise bad(f"{at} must be a string or an object")
-    if SIMPLE.fullmatch(spec):
-        return Matcher(names=frozenset(p.strip() for p in spec.split("|")))
-    return Matcher(pattern=_compile(spec, at, bad))
-
-
-def _compile(pattern: str, at: str, bad: Any) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise bad(f"{at}: invalid regex {pattern!r}: {e}") from e
 
 
 def _run_all(
@@ -407,6 +296,12 @@ def _apply(event: str, name: str, data: dict[str, Any], out: Outcome, tally: _Ta
         out.context.append(_cap(specific["additionalContext"]))
 
 
+def load_hooks(paths: list[Path], project_dir: Path | None = None) -> Hooks:
+    """Merge several settings files (in order); a missing or malformed file is an error."""
+    hooks, warnings = read_settings(paths)
+    return Hooks(hooks, Path(project_dir or os.getcwd()), warnings)
+
+
 def _json_object(stdout: str) -> dict[str, Any] | None:
     """stdout as a JSON object, or None when it is plain text (Claude Code's rule)."""
     try:
@@ -414,10 +309,6 @@ def _json_object(stdout: str) -> dict[str, Any] | None:
     except ValueError:
         data = None
     return data if isinstance(data, dict) else None
-
-
-def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _text(value: Any) -> str:

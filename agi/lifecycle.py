@@ -72,6 +72,11 @@ class Lifecycle:
         self.env.update(outcome.env)
         return context_block("SessionStart", outcome.context)
 
+    def pre_compact(self, trigger: str, focus: str) -> None:
+        """Before a compaction (matcher `auto` or `manual`); it cannot be blocked."""
+        if self.hooks.has("PreCompact"):
+            self.fire("PreCompact", trigger=trigger, custom_instructions=focus)
+
     def session_end(self, reason: str) -> None:
         if self.hooks.has("SessionEnd"):
             self.fire("SessionEnd", reason=reason)

@@ -6,6 +6,7 @@ Conversations are stored and sent as plain OpenAI-format dicts; these classes bu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,29 +40,78 @@ class ToolCall:
         return cls(d.get("id") or "", fn.get("name") or "", fn.get("arguments") or "")
 
 
+USAGE_FIELDS = ("input", "output", "cached", "cache_write", "reasoning")
+
+
 @dataclass
 class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
+    """Tokens and cost of one model call, or the sum of several; the same for every provider.
+
+    `input` counts every input token of the call (the full prompt, cached ones included);
+    `cached` is the part read from a cache and `cache_write` the part written to one;
+    `reasoning` is the part of `output` spent thinking. `cost` is in USD, None when unknown:
+    a sum is unknown as soon as one of its calls is (never a known part passed off as the whole).
+    `calls` counts the model calls summed here (0: an empty total); it is not part of to_dict().
+    """
+
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
     cost: float | None = None
+    calls: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not self.calls and self.cost is None and not any(self.tokens())
+
+    def tokens(self) -> tuple[int, ...]:
+        return tuple(getattr(self, name) for name in USAGE_FIELDS)
 
     def add(self, other: Usage) -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.total_tokens += other.total_tokens
-        if other.cost is not None:
-            self.cost = (self.cost or 0.0) + other.cost
+        if other.empty:
+            return
+        if self.empty:
+            self.cost = other.cost
+        elif self.cost is not None and other.cost is not None:
+            self.cost += other.cost
+        else:
+            self.cost = None
+        for name in USAGE_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.calls += max(other.calls, 1)
+
+    def __add__(self, other: Usage) -> Usage:
+        total = Usage()
+        total.add(self)
+        total.add(other)
+        return total
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
-        if self.cost is not None:
-            d["cost"] = self.cost
+        d: dict[str, Any] = {name: getattr(self, name) for name in USAGE_FIELDS}
+        cost = 0.0 if self.empty else self.cost  # no call made: nothing spent
+        d["cost"] = None if cost is None else round(cost, 10)
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Usage:
+        """A usage object as to_dict() wrote it (meta.json); anything else is an empty total."""
+        if not isinstance(d, dict):
+            return cls()
+        counts = {name: _count(d.get(name)) for name in USAGE_FIELDS}
+        cost = d.get("cost")
+        usage = cls(**counts, cost=float(cost) if cost is not None and _number(cost) else None)
+        usage.calls = 0 if usage.cost is None and not any(counts.values()) else 1
+        return usage
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _count(value: Any) -> int:
+    return int(value) if _number(value) else 0
 
 
 @dataclass
@@ -75,6 +125,8 @@ class Reply:
     usage: Usage | None = None
     finish_reason: str | None = None
     nudge: str | None = None  # not an answer: the harness replies this and the loop goes on
+    # Anthropic's thinking blocks with their signatures, as they came: sent back on tool turns
+    thinking_blocks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_message(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text}
@@ -82,6 +134,8 @@ class Reply:
             msg["tool_calls"] = [c.to_dict() for c in self.tool_calls]
         if self.reasoning:
             msg[self.reasoning_field] = self.reasoning
+        if self.thinking_blocks:
+            msg[THINKING_BLOCKS] = self.thinking_blocks
         return msg
 
 
@@ -94,6 +148,8 @@ def tool_result(call_id: str, text: str) -> dict[str, Any]:
 
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+THINKING_BLOCKS = "thinking_blocks"  # beside an assistant message; only Anthropic takes them back
+COMPACTION = "compaction"  # a compaction record's bookkeeping (agi.session); never sent
 
 
 def wire_message(msg: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +158,10 @@ def wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     DeepSeek's thinking mode requires `reasoning_content` on assistant messages with tool_calls
     and older reasoners reject it elsewhere; vLLM and Ollama accept `reasoning` the same way.
     """
+    if THINKING_BLOCKS in msg:  # signed for the Messages API (agi.anthropic), no use elsewhere
+        msg = {k: v for k, v in msg.items() if k != THINKING_BLOCKS}
+    if COMPACTION in msg:  # the model sees the record as the user message it is
+        msg = {k: v for k, v in msg.items() if k != COMPACTION}
     if msg.get("role") != "assistant" or msg.get("tool_calls"):
         return msg
     if not any(k in msg for k in REASONING_FIELDS):
@@ -166,3 +226,25 @@ class Notice:
 class UsageEvent:
     usage: Usage
     type: str = "usage"
+
+
+def watch(events: Generator[Any, None, Any], see: Callable[[Any], None]) -> Generator[Any, None, Any]:
+    """Re-yield a generator's events, each shown to `see` first; return the generator's value."""
+    while True:
+        try:
+            event = next(events)
+        except StopIteration as done:
+            return done.value
+        see(event)
+        yield event
+
+
+def drain(events: Generator[Any, None, Any], handle: Callable[[Any], None] | None = None) -> Any:
+    """Run an event generator to its return value, handing each event to `handle`."""
+    try:
+        while True:
+            event = next(events)
+            if handle is not None:
+                handle(event)
+    except StopIteration as done:
+        return done.value

@@ -13,6 +13,7 @@ Type a prompt and press Enter. End a line with \\ to continue it, or put \"\"\" 
 to start and end a multi-line block. Ctrl-C cancels the answer being written; Ctrl-D leaves.
   /session        show the session directory
   /sys FILE ...   use these system prompt files from now on ('default' is the built-in one)
+  /compact [FOCUS]  summarise the conversation so far to free the context window
   /help           this text"""
 
 
@@ -68,6 +69,9 @@ def command(run: Any, line: str) -> None:
             raise UsageError("/sys needs one or more files")
         run.agent.system_prompt = system_prompt(files)
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
+    elif name == "/compact":
+        summary = run.compact_now(rest.strip())
+        print(summary or "(nothing to compact)")
     elif name == "/help":
         print(HELP, file=sys.stderr)
     else:

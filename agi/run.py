@@ -69,10 +69,15 @@ class Run:
         self.verdict: dict[str, Any] | None = None
         self.ended = False
 
-    def start(self, path: Path | None, cont: bool) -> str:
-        """Open the session and assemble the agent; SessionStart's context for the first prompt."""
+    def open(self, path: Path | None, cont: bool) -> None:
+        """Open the session and assemble its agent."""
         self.session = open_session(self.settings, path, cont)
         self.agent = assemble(self.settings, self.session, self.ctx)
+
+    def start(self, path: Path | None, cont: bool) -> str:
+        """Open the session and assemble the agent; SessionStart's context for the first prompt."""
+        self.open(path, cont)
+        assert self.session is not None and self.agent is not None
         messages = self.session.messages_file
         source = "resume" if messages.exists() and messages.stat().st_size else "startup"
         lifecycle = self.agent.lifecycle
@@ -116,6 +121,27 @@ class Run:
         usage, self.metered = self.meter.since(self.metered)
         if self.session is not None:
             self.session.add_usage(usage)
+
+    def compact(self, focus: str, path: Path | None, cont: bool) -> int:
+        """`agi --compact [FOCUS]`: compact the session now and print the summary."""
+        self.open(path, cont)
+        summary = self.compact_now(focus)
+        if summary is None:
+            raise UsageError("nothing to compact: the session holds no conversation")
+        self.write_result(summary, 0)
+        return 0
+
+    def compact_now(self, focus: str) -> str | None:
+        """A manual compaction under the session's lock (also the REPL's /compact)."""
+        session, agent = self.session, self.agent
+        assert session is not None and agent is not None and agent.compactor is not None
+        session.lock(self.ctx.deadline, self.settings.timeout)
+        try:
+            done = drain(agent.compactor.run("manual", focus), self.view.handle)
+            session.write_meta(model=self.settings.model.label)
+        finally:
+            session.unlock()
+        return None if done is None else done.summary
 
     def run_record(self) -> dict[str, Any]:
         s = self.settings

@@ -3,11 +3,19 @@
 Lines are written with one `os.write` on an O_APPEND descriptor, so a signal can only land
 between whole lines; a process killed mid-write leaves at most one torn line, which loading
 skips with a warning.
+
+What the model sees is `view()`: the last complete compaction record and every line after it
+(CONTRACT section 10). A record is written in one `os.write` with the copies of the turns it
+keeps, and carries a digest of each copy line: Linux may still cut a large write short (a
+SIGKILL is checked between pages; a full disk), and a record whose copies are not all there,
+byte for byte, is left out of the view with the copies that did arrive, so the previous view
+stands, even after later lines are appended.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -16,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import TimeLimit, UsageError
+from agi.messages import COMPACTION, Usage
 
 REDACTED = "[REDACTED]"
 
@@ -42,6 +51,11 @@ def append_line(path: Path, line: str) -> None:
         os.close(fd)
 
 
+def line_digest(line: bytes) -> str:
+    """Fingerprint of one line as written (without its newline), for a record's copies."""
+    return hashlib.sha256(line).hexdigest()[:12]
+
+
 def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
@@ -52,7 +66,9 @@ class Session:
     def __init__(self, path: Path, secrets: list[str] | None = None):
         self.path = path
         self.secrets = [s for s in (secrets or []) if s and len(s) >= 4]
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []  # every line, as stored
+        self.view_start = 0  # index in messages of the compaction record the view starts at
+        self.hidden: set[int] = set()  # indices of unfinished compactions' lines (not in view)
         self.meta: dict[str, Any] = {}
         self.warnings: list[str] = []
         self._lock_fd: int | None = None
@@ -119,12 +135,14 @@ class Session:
             self.meta = json.loads(self.meta_file.read_text())
         except (FileNotFoundError, ValueError):
             self.meta = {}
-        self.messages = []
+        self.messages, self.view_start, self.hidden = [], 0, set()
         try:
             raw = self.messages_file.read_bytes()
         except FileNotFoundError:
             return
-        for number, line in enumerate(raw.split(b"\n"), 1):
+        lines = raw.split(b"\n")
+        at: list[int] = []  # the line index of each message
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
@@ -134,7 +152,9 @@ class Session:
             except ValueError:
                 self.warnings.append(f"{self.messages_file}: skipped a damaged line {number}")
                 continue
+            at.append(number - 1)
             self.messages.append(message)
+        self._find_view(lines, at)
         if repair and raw and not raw.endswith(b"\n"):
             append_line(self.messages_file, "\n")
 
@@ -151,6 +171,54 @@ class Session:
         self.mark()
         self.messages.append(json.loads(line))
         append_line(self.messages_file, line)
+
+    def view(self) -> list[dict[str, Any]]:
+        """What the model sees: the last complete compaction record and every line after it."""
+        if not self.hidden:
+            return self.messages[self.view_start :]
+        start, hidden = self.view_start, self.hidden
+        return [m for i, m in enumerate(self.messages) if i >= start and i not in hidden]
+
+    def append_compaction(
+        self, record: dict[str, Any], kept: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Append a compaction record and copies of the messages it keeps, in one write; the view
+        starts at the record from now on. Returns the record as stored."""
+        copies = [self._line(m) for m in kept]
+        info = {**(record.get(COMPACTION) or {}), "kept": len(copies)}
+        info["digests"] = [line_digest(c[:-1].encode("utf-8", "surrogatepass")) for c in copies]
+        head = self._line({**record, COMPACTION: info})
+        self.mark()
+        append_line(self.messages_file, head + "".join(copies))
+        self.view_start = len(self.messages)
+        self.messages += [json.loads(line) for line in (head, *copies)]
+        return self.messages[self.view_start]
+
+    def _find_view(self, lines: list[bytes], at: list[int]) -> None:
+        """Set view_start to the last complete record; hide unfinished ones and their copies.
+        A record without digests (written by hand, or by another tool) is taken as it is."""
+        for index, message in enumerate(self.messages):
+            info = message.get(COMPACTION)
+            if not isinstance(info, dict):
+                continue
+            digests = info.get("digests")
+            if not isinstance(digests, list):
+                self.view_start = index
+                continue
+            copies = 0  # the copies that follow, line after line, unchanged
+            for n, digest in enumerate(digests, 1):
+                line = at[index] + n
+                if index + n >= len(at) or at[index + n] != line:
+                    break
+                if line_digest(lines[line]) != digest:
+                    break
+                copies = n
+            if copies == len(digests):
+                self.view_start = index
+            else:
+                self.hidden.update(range(index, index + copies + 1))
+                where = f"{self.messages_file}, line {at[index] + 1}"
+                self.warnings.append(f"{where}: left out an unfinished compaction")
 
     def trace(self, record: dict[str, Any]) -> None:
         self.mark()
@@ -180,13 +248,20 @@ class Session:
             f.write(self.redact(json.dumps(meta, indent=1, ensure_ascii=False)) + "\n")
         os.replace(tmp, self.meta_file)
 
+    def add_usage(self, usage: Usage) -> None:
+        """Add model calls to the session's running total, `usage` in meta.json (the same keys
+        as `--output json`); the next write_meta() stores it. Call it holding the lock."""
+        if not usage.empty:
+            self.meta["usage"] = (Usage.from_dict(self.meta.get("usage")) + usage).to_dict()
+
     def pending_tool_calls(self) -> list[dict[str, Any]]:
         """Tool calls of the last assistant message that never got a result (a killed run)."""
-        for i in range(len(self.messages) - 1, -1, -1):
-            message = self.messages[i]
+        messages = self.view()
+        for i in range(len(messages) - 1, -1, -1):
+            message = messages[i]
             if message.get("role") == "assistant":
                 answered = {
-                    m.get("tool_call_id") for m in self.messages[i + 1 :] if m.get("role") == "tool"
+                    m.get("tool_call_id") for m in messages[i + 1 :] if m.get("role") == "tool"
                 }
                 return [c for c in message.get("tool_calls") or [] if c.get("id") not in answered]
             if message.get("role") == "user":

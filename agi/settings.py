@@ -69,11 +69,9 @@ class ToolSources:
 
 
 @dataclass
-class Budget:
-    """What a run may spend, and how its context is kept within the model's window."""
+class Window:
+    """How a session is kept within the model's context window."""
 
-    max_cost: float | None = None  # --max-cost USD
-    prices: dict[str, Any] = field(default_factory=dict)  # [prices."MODEL"] from the config
     compact: bool = True  # compact = "auto" (default); "off" or --no-compact: never
     threshold: float = 0.8  # compact before a request passing this fraction of the window
     windows: dict[str, Any] = field(default_factory=dict)  # context_window, [models."NAME"]
@@ -102,6 +100,7 @@ class Settings:
     sandbox: Policy = field(default_factory=Policy)  # --sandbox, --allow-write, --no-network
     max_cost: float | None = None  # --max-cost: USD a run may spend
     prices: dict[str, Any] = field(default_factory=dict)  # [prices."MODEL"] tables, USD per Mtok
+    window: Window = field(default_factory=Window)  # compaction: compact, threshold, windows
 
     def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
         """A subagent's settings: its file's prompt, tools and model; no ghost exchanges."""
@@ -144,6 +143,7 @@ class Settings:
             sandbox=_sandbox(flags, file),
             max_cost=merged(flags, file, "max_cost"),
             prices=file.get("prices") or {},
+            window=_window(flags, file),
             **extensions,
         )
 
@@ -163,16 +163,14 @@ def _sandbox(flags: dict[str, Any], file: dict[str, Any]) -> Policy:
     return sandbox
 
 
-def _budget(flags: dict[str, Any], file: dict[str, Any]) -> Budget:
+def _window(flags: dict[str, Any], file: dict[str, Any]) -> Window:
     from agi.config import merged
 
     off = merged(flags, file, "no_compact") or merged(flags, file, "compact", "auto") == "off"
     windows = {"models": file.get("models") or {}}
     if merged(flags, file, "context_window") is not None:
         windows["context_window"] = merged(flags, file, "context_window")
-    return Budget(
-        max_cost=merged(flags, file, "max_cost"),
-        prices=dict(file.get("prices") or {}),
+    return Window(
         compact=not off,
         threshold=float(merged(flags, file, "compact_threshold", 0.8)),
         windows=windows,

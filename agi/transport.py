@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from agi import __version__
 from agi.errors import Cancelled, ProviderError, TimeLimit
-from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, wire_message
+from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, Usage, wire_message
 from agi.stream import StreamAssembler, iter_sse, provider_error
+from agi.usage import header_cost
 
 if TYPE_CHECKING:
     import httpx
 
     from agi.config import ModelConfig
+    from agi.cost import Meter
 
 ATTEMPTS = 3
 OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
@@ -101,8 +103,10 @@ class Transport:
         trace: Callable[[dict[str, Any]], None] | None = None,
         deadline: float | None = None,
         timeout: float | None = None,
+        meter: Meter | None = None,
     ):
         self.config = config
+        self.meter = meter  # every call's usage and cost, and the --max-cost budget
         self.trace = trace or (lambda record: None)
         self.deadline = deadline  # time.monotonic() value, or None
         self.timeout = timeout  # the --timeout it came from, for messages
@@ -184,12 +188,14 @@ class Transport:
         """
         body = self.payload(messages, tools, **extra)
         trace = self.trace if not mark else lambda record: self.trace({**record, **mark})
+        if self.meter is not None:  # before every model call: the budget may be spent
+            self.meter.check(self.config.label, self.config.model)
         for attempt in range(1, ATTEMPTS + 1):
-            asm = StreamAssembler()
+            asm = self.assembler()
             started = time.monotonic()
             trace({"type": "request", "attempt": attempt, "url": self.url, **self._traced(body)})
             try:
-                reply = yield from self._once(body, asm)
+                reply = yield from self._metered(body, asm)
             except ProviderError as e:
                 trace(
                     {
@@ -226,6 +232,27 @@ class Transport:
             return reply
         raise AssertionError("unreachable")
 
+    def _metered(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
+        """One attempt, told to the meter (which fills in the reply's cost): a failed call
+        counts once its usage came; one cut short (Ctrl-C, a ReAct cut) once its answer began,
+        at an unknown cost unless its usage came."""
+        try:
+            reply = yield from self._once(body, asm)
+        except ProviderError:
+            if asm.usage is not None:
+                self._record(asm.usage)
+            raise
+        except BaseException:
+            if asm.chunks:
+                self._record(asm.usage)
+            raise
+        self._record(reply.usage)
+        return reply
+
+    def _record(self, usage: Usage | None) -> None:
+        if self.meter is not None:
+            self.meter.record(self.config.label, self.config.model, usage)
+
     def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
         """The request as the trace keeps it. What this transport's previous request already
         carried is not written again: `same` counts the leading messages (and flags the tools)
@@ -258,9 +285,16 @@ class Transport:
             ) from error
         return wait
 
+    # What another wire protocol overrides (agi.anthropic): the endpoint, the headers, the body
+    # (payload), the decoder of the stream's chunks (assembler) and the error body (error_from).
+
     @property
     def url(self) -> str:
         return self.config.base_url.rstrip("/") + "/chat/completions"
+
+    def assembler(self) -> StreamAssembler:
+        """A fresh decoder for one response's chunks."""
+        return StreamAssembler()
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -296,6 +330,7 @@ class Transport:
             ) as resp:
                 if resp.status_code >= 400:
                     raise self._http_error(resp)
+                asm.provider_cost = header_cost(resp.headers)
                 if "json" in resp.headers.get("content-type", ""):
                     # a server that ignores stream=true answers with one whole completion
                     chunk = self._json(resp.read().decode("utf-8", "replace"))
@@ -359,6 +394,14 @@ class Transport:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.strip() or resp.reason_phrase
-        error = provider_error(resp.status_code, body)
+        error = self.error_from(resp.status_code, body)
         error.retry_after = retry_after(resp.headers)  # type: ignore[attr-defined]
+        from agi.context import is_too_long
+
+        if is_too_long(resp.status_code, raw):  # llama.cpp may say so with a 500: no retry
+            error.too_long, error.retryable = True, False
         return error
+
+    def error_from(self, status: int, body: Any) -> ProviderError:
+        """The error an HTTP error response's body (JSON, or text) stands for."""
+        return provider_error(status, body)

@@ -44,19 +44,23 @@ def _chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
-def text(content: str, reasoning: str = "", delay: float = 0.0, pieces: int = 3) -> Step:
+def text(
+    content: str, reasoning: str = "", delay: float = 0.0, pieces: int = 3, usage: Any = USAGE
+) -> Step:
+    """`usage`: the object of the trailing usage chunk (any provider's shape); None: no chunk."""
     frames = [_chunk({"role": "assistant", "content": ""})]
     if reasoning:
         frames.append(_chunk({"reasoning_content": reasoning}))
     size = max(1, len(content) // pieces + 1)
     frames += [_chunk({"content": content[i : i + size]}) for i in range(0, len(content), size)]
     frames.append(_chunk({}, "stop"))
-    frames.append(b"data: " + json.dumps({"choices": [], "usage": USAGE}).encode() + b"\n\n")
+    if usage is not None:
+        frames.append(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
     frames.append(b"data: [DONE]\n\n")
     return {"kind": "sse", "frames": frames, "delay": delay}
 
 
-def calls(*specs: tuple[str, dict[str, Any]], content: str = "") -> Step:
+def calls(*specs: tuple[str, dict[str, Any]], content: str = "", usage: Any = USAGE) -> Step:
     frames = [_chunk({"role": "assistant", "content": content or None})]
     for index, (name, args) in enumerate(specs):
         call_id = f"call_{next(_ids)}"
@@ -80,7 +84,7 @@ def calls(*specs: tuple[str, dict[str, Any]], content: str = "") -> Step:
             frames.append(
                 _chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
             )
-    frames.append(_chunk({}, "tool_calls", usage=USAGE))
+    frames.append(_chunk({}, "tool_calls", usage=usage))
     frames.append(b"data: [DONE]\n\n")
     return {"kind": "sse", "frames": frames, "delay": 0.0}
 
@@ -112,6 +116,218 @@ def raw(data: bytes, content_type: str = "text/event-stream", delay: float = 0.0
     return {"kind": "sse", "frames": [data], "delay": delay, "content_type": content_type}
 
 
+def with_headers(step: Step, **headers: str) -> Step:
+    """A step whose 200 response carries extra headers (`x_litellm_response_cost="0.01"`)."""
+    return {**step, "headers": {k.replace("_", "-"): v for k, v in headers.items()}}
+
+
+# Fill-in-the-middle steps (inline suggestions). The script answers every POST path, and the
+# request is recorded like any other (`requests`, `paths`): `POST /v1/completions` (OpenAI's
+# completions with `prompt` and `suffix`: Ollama, DeepSeek's beta) streams `choices[].text`;
+# llama.cpp's `POST /infill` streams `{"content", "stop"}` objects and no [DONE]; Mistral's
+# `POST /v1/fim/completions` streams chat chunks, as text() does.
+
+
+def _pieces(content: str, pieces: int) -> list[str]:
+    size = max(1, len(content) // pieces + 1)
+    return [content[i : i + size] for i in range(0, len(content), size)]
+
+
+def completion(content: str, delay: float = 0.0, pieces: int = 3, usage: Any = USAGE) -> Step:
+    """A streamed `/v1/completions` reply."""
+
+    def frame(text: str, finish: str | None = None, **more: Any) -> bytes:
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+        body = {"id": "cmpl-fake", "object": "text_completion", "choices": [choice], **more}
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    frames = [frame(piece) for piece in _pieces(content, pieces)]
+    frames.append(frame("", "stop", usage=usage))
+    frames.append(b"data: [DONE]\n\n")
+    return {"kind": "sse", "frames": frames, "delay": delay}
+
+
+def infill(content: str, delay: float = 0.0, pieces: int = 3) -> Step:
+    """A streamed llama.cpp `/infill` reply."""
+
+    def frame(text: str, stop: bool = False) -> bytes:
+        body: dict[str, Any] = {"content": text, "stop": stop, "id_slot": 0, "index": 0}
+        if stop:
+            body.update(tokens_predicted=5, tokens_evaluated=10, stop_type="eos")
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    frames = [frame(piece) for piece in _pieces(content, pieces)] + [frame("", stop=True)]
+    return {"kind": "sse", "frames": frames, "delay": delay}
+
+
+def fim(content: str, delay: float = 0.0, pieces: int = 3) -> Callable[[dict[str, Any]], Step]:
+    """A reply in the shape the request asks for: infill, completion, or chat (text())."""
+
+    def answer(body: dict[str, Any]) -> Step:
+        if "input_prefix" in body:
+            return infill(content, delay, pieces)
+        if "messages" in body:
+            return text(content, delay=delay, pieces=pieces)
+        return completion(content, delay, pieces)
+
+    return answer
+
+
+# Anthropic Messages API steps (`POST /v1/messages`): SSE events with `event:` lines, as the API
+# sends them. `FakeModel.paths` records the path of each request.
+
+A_USAGE = {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def anthropic_events(events: list[dict[str, Any]], delay: float = 0.0) -> Step:
+    """Messages API events as they are (dicts with a `type`)."""
+    return {"kind": "sse", "frames": [_event(e) for e in events], "delay": delay}
+
+
+def _a_start(usage: dict[str, Any] | None) -> dict[str, Any]:
+    message = {
+        "id": f"msg_fake{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-fake",
+        "content": [],
+        "stop_reason": None,
+        "usage": {**A_USAGE, "output_tokens": 1, **(usage or {})},
+    }
+    return {"type": "message_start", "message": message}
+
+
+def _a_end(reason: str, output: int = 5) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": None},
+            "usage": {"output_tokens": output},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+def _a_thinking(index: int, thinking: str, signature: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "thinking_delta", "thinking": thinking},
+        },
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "signature_delta", "signature": signature},
+        },
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def anthropic_text(
+    content: str,
+    thinking: str = "",
+    signature: str = "sig-fake",
+    usage: dict[str, Any] | None = None,
+    delay: float = 0.0,
+    reason: str = "end_turn",
+) -> Step:
+    """A streamed Messages API text reply (after a signed thinking block when `thinking`)."""
+    events = [_a_start(usage), {"type": "ping"}]
+    index = 0
+    if thinking:
+        events += _a_thinking(0, thinking, signature)
+        index = 1
+    events.append(
+        {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "text", "text": ""},
+        }
+    )
+    half = len(content) // 2
+    for piece in (content[:half], content[half:]):
+        if piece:
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": piece},
+                }
+            )
+    events.append({"type": "content_block_stop", "index": index})
+    return anthropic_events(events + _a_end(reason), delay)
+
+
+def anthropic_calls(
+    *specs: tuple[str, dict[str, Any]],
+    text: str = "",
+    thinking: str = "",
+    signature: str = "sig-fake",
+    usage: dict[str, Any] | None = None,
+) -> Step:
+    """A streamed Messages API reply with tool_use blocks, each input split across deltas."""
+    events = [_a_start(usage)]
+    index = 0
+    if thinking:
+        events += _a_thinking(index, thinking, signature)
+        index += 1
+    if text:
+        events += [
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": text},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
+        index += 1
+    for name, args in specs:
+        arguments = json.dumps(args)
+        half = len(arguments) // 2
+        events.append(
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {
+                    "type": "tool_use",
+                    "id": f"toolu_{next(_ids):04d}",
+                    "name": name,
+                    "input": {},
+                },
+            }
+        )
+        for part in ("", arguments[:half], arguments[half:]):
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": part},
+                }
+            )
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+    return anthropic_events(events + _a_end("tool_use"))
+
+
+def anthropic_call(name: str, **args: Any) -> Step:
+    return anthropic_calls((name, args))
+
+
 class FakeModel:
     """The server. Use as a context manager; `url` is the base URL ending in /v1."""
 
@@ -119,6 +335,9 @@ class FakeModel:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []  # the path of each request (/v1/messages, ...)
+        self.routes: dict[tuple[str, str], Step] = {}  # fixed answers besides the script: route()
+        self.routed: list[tuple[str, str, Any]] = []  # (method, path, body) of each routed request
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -138,6 +357,19 @@ class FakeModel:
         self.server.shutdown()
         self.server.server_close()
 
+    def route(self, method: str, path: str, body: Any, code: int = 200) -> FakeModel:
+        """Answer `method path` (e.g. GET /v1/models, GET /props, POST /api/show) with a fixed
+        JSON body instead of a step of the script; such requests go to `routed`."""
+        self.routes[(method, path)] = status(code, body)
+        return self
+
+    def routed_step(self, method: str, path: str, body: Any) -> Step | None:
+        with self.lock:
+            step = self.routes.get((method, path.split("?")[0]))
+            if step is not None or method == "GET":
+                self.routed.append((method, path, body))
+        return step if step is not None or method == "POST" else status(404, {"error": "no route"})
+
     def next_step(self, body: dict[str, Any]) -> Step:
         with self.lock:
             self.requests.append(body)
@@ -154,11 +386,21 @@ class FakeModel:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                step = fake.routed_step("GET", self.path, None)
+                if step is not None:
+                    self.play(step)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                routed = fake.routed_step("POST", self.path, body)
+                if routed is not None:
+                    self.play(routed)
+                    return
                 with fake.lock:
                     fake.headers.append(dict(self.headers))
+                    fake.paths.append(self.path)
                 step = fake.next_step(body)
                 try:
                     self.play(step)
@@ -205,6 +447,8 @@ class FakeModel:
                     return
                 self.send_response(200)
                 self.send_header("content-type", step.get("content_type", "text/event-stream"))
+                for k, v in step.get("headers", {}).items():
+                    self.send_header(k, v)
                 self.send_header("connection", "close")
                 self.end_headers()
                 for frame in step["frames"]:

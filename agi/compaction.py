@@ -1,0 +1,155 @@
+"""Keeping a session within the model's window, on the run's side: when to compact (before a
+request that would pass the threshold, after a refusal for length, or when asked), and what a
+compaction does around `agi.compact` (PreCompact hooks, the ghost summary requests, the record,
+SessionStart hooks with `source: "compact"`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import ProviderError
+from agi.messages import Notice, drain, user
+
+if TYPE_CHECKING:
+    from agi.compact import Compaction
+    from agi.settings import Settings
+
+LISTING_FLOOR = 2048  # tokens: below this no model's window is at risk, so no server is asked
+
+
+def too_long(error: ProviderError) -> bool:
+    """Whether the provider refused the request for its length."""
+    from agi.context import is_too_long
+
+    return bool(getattr(error, "too_long", False) or is_too_long(error.status, str(error)))
+
+
+class Compactor:
+    """Compaction for one agent's session: automatic (unless `compact = "off"`) and manual."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        session: Any,
+        transport: Any,
+        lifecycle: Any = None,
+        warn: Callable[[str], None] = lambda text: None,
+    ):
+        from agi.context import Estimator, configured_window, known_window
+
+        self.settings, self.session, self.transport = settings, session, transport
+        self.lifecycle, self.warn = lifecycle, warn
+        self.auto = settings.window.compact
+        model = settings.model
+        self.known = configured_window(
+            model.label, model.model, settings.window.windows
+        ) or known_window(model.model)
+        self.asked = self.known is not None  # the server's listing: asked at most once a run
+        self.meter = Estimator()
+        self.deferred: list[str] | None = None  # warnings held while a refused request is resent
+
+    def window(self, tokens: int) -> int | None:
+        """The model's window; an unknown one is looked up (cached) once the size matters."""
+        if self.known is None and not self.asked and tokens > LISTING_FLOOR:
+            from agi.context import window_for
+
+            self.asked = True
+            m = self.settings.model
+            self.known = window_for(
+                m.label,
+                m.model,
+                self.settings.window.windows,
+                self.settings.home,
+                m.base_url,
+                m.api_key,
+                ollama=m.provider == "ollama",
+            )
+        return self.known
+
+    def before(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Generator:
+        """Compact first when this request would pass the threshold of the window."""
+        if not self.auto:
+            return False
+        tokens = self.meter(messages, tools)
+        window = self.window(tokens)
+        if window is None or tokens <= self.settings.window.threshold * window:
+            return False
+        yield from self.run("auto")
+        return True
+
+    def observe(self, prompt_tokens: int) -> None:
+        """Calibrate the estimate with the provider's count for the request last estimated."""
+        if prompt_tokens:
+            self.meter.observe(prompt_tokens)
+
+    def refused(self, error: ProviderError) -> Generator:
+        """A request refused for its length: compact, so that it can be sent once more."""
+        if not too_long(error):
+            raise error
+        if not self.auto:
+            raise ProviderError(
+                f"{error} (the conversation is longer than the model's context window; "
+                "automatic compaction is off: run agi --compact on this session)",
+                error.status,
+            ) from error
+        from agi.compact import reactive_window
+
+        window = reactive_window(self.known, str(error), self.meter.last)
+        self.deferred = []  # said once the request is sent again: a failure then says it all
+        yield from self.run("auto", window=window)
+
+    def sent_again(self) -> None:
+        """The request compacted after a refusal went through: now say what was deferred."""
+        for warning in self.deferred or []:
+            self.warn(warning)
+        self.deferred = None
+
+    def still_too_long(self, error: ProviderError) -> ProviderError:
+        """The request refused again after compacting: one message for both."""
+        self.deferred = None
+        if not too_long(error):
+            return error
+        return ProviderError(
+            f"the request is still too long for the model after compacting the conversation: "
+            f"{error}",
+            error.status,
+        )
+
+    def run(
+        self, trigger: str, focus: str = "", window: int | None = None
+    ) -> Generator[Notice, None, Compaction | None]:
+        """Summarise the older part of the view and append the record; None: nothing to do."""
+        from agi.compact import compact
+
+        yield Notice("compacting the conversation")
+        if self.lifecycle is not None:
+            self.lifecycle.pre_compact(trigger, focus)
+        done = compact(
+            self.session.view(),
+            self.ask,
+            trigger,
+            window or self.known,
+            self.meter.measure,
+            focus,
+            bytes_per_token=self.meter.effective_bytes_per_token,
+        )
+        if done is None:
+            return None
+        if done.mechanical:
+            warning = f"{done.warning}; the conversation was compacted mechanically instead"
+            if self.deferred is None:
+                self.warn(warning)
+            else:
+                self.deferred.append(warning)
+        self.session.append_compaction(done.record, done.kept)
+        self.session.trace({"type": "compaction", **done.record["compaction"]})
+        if self.lifecycle is not None:
+            context = self.lifecycle.session_start("compact", self.settings.model.label)
+            if context:
+                self.session.append(user(context))
+        return done
+
+    def ask(self, messages: list[dict[str, Any]]) -> str:
+        """One summary request: a ghost exchange (in the trace, never in the session)."""
+        return str(drain(self.transport.stream(messages, [], mark={"ghost": True})).text)
