@@ -159,31 +159,53 @@ def tool_result_block(msg: dict[str, Any]) -> dict[str, Any]:
 
 
 Blocks = list[dict[str, Any]]
+# id(stored message) -> (the message, its role, its blocks): a transport converts each message
+# of a tool loop once, not at every step (the entry keeps the message alive, so its id is its own)
+Memo = dict[int, tuple[dict[str, Any], str, Blocks]]
 
 
-def to_messages(messages: list[dict[str, Any]]) -> tuple[Blocks, Blocks]:
+def convert(msg: dict[str, Any]) -> tuple[str, Blocks]:
+    """One stored message as (role, blocks); role "system" for the system prompt's."""
+    role = msg.get("role")
+    if role in ("system", "developer"):
+        return "system", [b for b in text_blocks(msg.get("content")) if b["type"] == "text"]
+    if role == "tool":
+        return "user", [tool_result_block(msg)]
+    if role == "assistant":
+        return "assistant", assistant_blocks(msg)
+    return "user", text_blocks(msg.get("content"))
+
+
+def to_messages(messages: list[dict[str, Any]], memo: Memo | None = None) -> tuple[Blocks, Blocks]:
     """(system blocks, turns): system messages go to `system`; tool results become tool_result
     blocks in a user turn; consecutive same-role messages merge, so the results of one turn's
-    calls share one user message."""
-    system: list[dict[str, Any]] = []
-    turns: list[dict[str, Any]] = []
+    calls share one user message. With `memo` (kept by the caller between requests), messages
+    converted before are not converted again; it is left holding this conversation's only.
+    Blocks are shared with the memo: what changes them (cache breakpoints) replaces them."""
+    system: Blocks = []
+    turns: Blocks = []
+    seen: Memo = {}
     for msg in messages:
-        role = msg.get("role")
-        if role in ("system", "developer"):
-            system += [b for b in text_blocks(msg.get("content")) if b["type"] == "text"]
-            continue
-        if role == "tool":
-            role, blocks = "user", [tool_result_block(msg)]
-        elif role == "assistant":
-            blocks = assistant_blocks(msg)
+        if memo is None:
+            role, blocks = convert(msg)
         else:
-            role, blocks = "user", text_blocks(msg.get("content"))
-        if not blocks:
+            key = id(msg)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not msg:
+                hit = (msg, *convert(msg))
+            seen[key] = hit
+            role, blocks = hit[1], hit[2]
+        if role == "system":
+            system += blocks
+        elif not blocks:
             continue
-        if turns and turns[-1]["role"] == role:
+        elif turns and turns[-1]["role"] == role:
             turns[-1]["content"] += blocks
         else:
-            turns.append({"role": role, "content": blocks})
+            turns.append({"role": role, "content": list(blocks)})
+    if memo is not None:
+        memo.clear()
+        memo.update(seen)
     return system, turns
 
 
@@ -249,14 +271,16 @@ def request_body(
     tools: list[dict[str, Any]],
     params: dict[str, Any] | None = None,
     max_tokens: int | None = None,
+    memo: Memo | None = None,
 ) -> dict[str, Any]:
     """The streaming Messages API request for an OpenAI-format conversation.
 
     `params` (the config's params and the call's extras) pass through, except chat-completions
     ones: `stop` becomes `stop_sequences`, tool_choice is translated, max_tokens is always set.
+    `memo`: see to_messages.
     """
     params = dict(params or {})
-    system, turns = to_messages(messages)
+    system, turns = to_messages(messages, memo)
     chosen = max_tokens or params.get("max_tokens") or params.get("max_completion_tokens")
     if not chosen:
         chosen = default_max_tokens(model)
@@ -317,7 +341,8 @@ class AnthropicMessages(Transport):
     ) -> dict[str, Any]:
         params = {**self.config.params, **extra}
         max_tokens = getattr(self.config, "max_tokens", None)
-        return request_body(self.config.model, messages, tools, params, max_tokens)
+        memo = self.__dict__.setdefault("_memo", {})  # each message converted once
+        return request_body(self.config.model, messages, tools, params, max_tokens, memo)
 
     def error_from(self, status: int, body: Any) -> ProviderError:
         return anthropic_error(body, status)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fakeserver import call, text  # noqa: E402
 
 ANSWER = "The answer is 42."
-CASES = ("startup", "oneshot", "tools", "session", "concurrent", "nvim", "mcp")
+CASES = ("startup", "oneshot", "tools", "session", "concurrent", "nvim", "mcp", "anthropic")
 # llm's side of the trivial tool; agi's is its built-in `calculate`
 LLM_FUNCTION = (
     "def calculate(expression: str) -> str:\n"
@@ -368,3 +368,10 @@ def case_mcp(b: Bench) -> None:
     b.report.raw["mcp"] = s
     for name, v in s.items():
         b.report.row("mcp", name, v)
+
+
+def case_anthropic(b: Bench) -> None:
+    """The Messages API transport against the OpenAI one: bench/anthropic_case.py."""
+    from anthropic_case import run_case
+
+    run_case(b)

@@ -16,7 +16,16 @@ from fakeserver import FakeModel  # noqa: E402
 
 AGI = shutil.which("agi", path=str(Path(sys.executable).parent)) or shutil.which("agi")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"  # recorded data, kept in the repository
-PROVIDER_VARS = ("AGI_", "OPENAI_", "DEEPSEEK_", "OPENROUTER_", "LITELLM_", "XDG_")
+PROVIDER_VARS = (
+    "AGI_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "GEMINI_",
+    "DEEPSEEK_",
+    "OPENROUTER_",
+    "LITELLM_",
+    "XDG_",
+)
 
 
 @pytest.fixture

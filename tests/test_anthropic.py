@@ -1049,3 +1049,38 @@ def test_cli_gemini_preset_and_empty_tool_call_ids(agi: Any) -> None:
     second = server.requests[1]["messages"]
     call_id = second[-2]["tool_calls"][0]["id"]
     assert call_id and second[-1]["tool_call_id"] == call_id
+
+
+def test_a_transport_converts_each_message_once_and_nothing_leaks_between_requests() -> None:
+    """The memo a transport keeps: the same bodies as without it, blocks converted once (a tool
+    loop's step costs what is new, not the whole conversation), no cache marker left on an
+    earlier message, a replaced message converted anew, and only the current conversation kept."""
+    prompt = {"role": "user", "content": "add them"}
+    conversation: list[dict[str, Any]] = [{"role": "system", "content": "be brief"}, prompt]
+    memo: dict[int, Any] = {}
+    bodies = []
+    for i in range(3):
+        with_memo = request_body("claude-x", conversation, [], memo=memo)
+        assert with_memo == request_body("claude-x", conversation, [])
+        bodies.append(with_memo)
+        call = {"id": f"t{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        conversation += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"t{i}", "content": str(i)},
+        ]
+    first, _, last = bodies
+    assert first["messages"][0]["content"][0]["cache_control"] == CACHE
+    assert last["messages"][0]["content"] == [{"type": "text", "text": "add them"}]
+    assert json.dumps(last).count("cache_control") == 2  # the system block and the newest result
+    assert last["messages"][-1]["content"][-1] == {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": "1",
+        "cache_control": CACHE,
+    }
+    assert last["messages"][1]["content"][0] is bodies[1]["messages"][1]["content"][0]  # once
+    assert len(memo) == len(conversation) - 2  # the last request's conversation, no more
+    conversation[1] = {"role": "user", "content": "multiply them"}  # a new message: converted
+    again = request_body("claude-x", conversation[:4], [], memo=memo)
+    assert again["messages"][0]["content"][0]["text"] == "multiply them"
+    assert id(prompt) not in memo and len(memo) == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -33,9 +34,46 @@ def report(options: dict[str, Any]) -> dict[str, Any]:
     out["config"] = str(path)
     out["config_exists"] = path.exists()
     try:
-        model = resolve_model(flags(options), load_file(path), path)
+        file = load_file(path)
+        model = resolve_model(flags(options), file, path)
     except AgiError as e:
         out["model_error"] = str(e)
     else:
         out.update(model=model.label, base_url=model.base_url, api_key=model.api_key is not None)
+        out.update(provider_report(model, file))
+    return out
+
+
+def provider_report(model: Any, file: dict[str, Any]) -> dict[str, Any]:
+    """The provider's wire protocol and where its API key comes from (never the key itself):
+    `api_key_source` names what supplied it, `api_key_var` the variable the provider reads,
+    `api_key_needed` is true at a hosted provider's own endpoint (a local server needs none)."""
+    from agi.config import PROVIDERS
+
+    default_url, key_var, _ = PROVIDERS.get(model.provider, (None, None, None))
+    section = (file.get("providers") or {}).get(model.provider) or {}
+    key_var = section.get("api_key_env") or key_var
+    if model.provider == "anthropic":
+        from agi.anthropic import messages_url
+
+        protocol, endpoint = "Anthropic Messages API", messages_url(model.base_url)
+    else:
+        protocol = "OpenAI-compatible chat completions"
+        endpoint = model.base_url.rstrip("/") + "/chat/completions"
+    out: dict[str, Any] = {
+        "provider": model.provider,
+        "protocol": protocol,
+        "endpoint": endpoint,
+        "api_key_var": key_var,
+        "api_key_needed": bool(key_var and default_url and default_url.startswith("https://"))
+        and model.base_url.rstrip("/") == default_url,
+    }
+    sources = (
+        ("AGI_API_KEY", os.environ.get("AGI_API_KEY")),
+        (key_var, os.environ.get(key_var) if key_var else None),
+        (f"[providers.{model.provider}] api_key in the config file", section.get("api_key")),
+        ("api_key in the config file", file.get("api_key")),
+    )
+    if model.api_key is not None:
+        out["api_key_source"] = next((name for name, value in sources if value), "the config")
     return out

@@ -109,9 +109,29 @@ H.check_model = function(found)
     })
     return
   end
-  vim.health.ok(string.format('%s at %s', found.model, found.base_url))
-  vim.health.info(found.api_key and 'an API key is set' or 'no API key is set (fine for a local server)')
+  -- the wire protocol the run speaks (make_transport: the Messages API for anthropic:)
+  local protocol = found.protocol and string.format(' (%s: POST %s)', found.protocol, found.endpoint) or ''
+  vim.health.ok(string.format('model: %s at %s%s', found.model, found.base_url, protocol))
+  H.check_api_key(found)
   vim.health.info(where .. '; requests are logged under ' .. found.home .. '/nvim')
+end
+
+--- Whether the provider's API key is there, and where from; never the key itself.
+H.check_api_key = function(found)
+  local var = found.api_key_var ~= vim.NIL and found.api_key_var or nil
+  if found.api_key then
+    local from = found.api_key_source and (' (from ' .. found.api_key_source .. ')') or ''
+    vim.health.ok('API key: found' .. from)
+  elseif found.api_key_needed then
+    local set = var and ('Set ' .. var .. ' (or AGI_API_KEY)') or 'Set AGI_API_KEY'
+    vim.health.warn(
+      string.format('API key: none found; %s needs one at %s', found.provider, found.base_url),
+      { set .. ' in the environment Neovim starts from', 'or put api_key = "..." in ' .. found.config }
+    )
+  else
+    local supply = var and ('; ' .. var .. ' would supply one') or ''
+    vim.health.info('API key: none set (fine for a local server)' .. supply)
+  end
 end
 
 H.check_registration = function(found)
