@@ -13,6 +13,7 @@ from agi.errors import LimitReached, ProviderError, ToolError, UsageError
 
 if TYPE_CHECKING:
     from agi.agent import Agent
+    from agi.cost import Meter
     from agi.session import Session
     from agi.settings import Settings
     from agi.subagents import AgentFile
@@ -36,6 +37,7 @@ class Context:
     on_transport: Callable[[Any], None] = _ignore  # told of every transport (Neovim cancels them)
     tools: list[Tool] | None = None  # the run's tools, built once, shared with its subagents
     transports: list[Transport] = field(default_factory=list)  # every one made: cancelled at exit
+    meter: Meter | None = None  # every model call's usage and cost, and the --max-cost budget
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -104,7 +106,11 @@ def make_transport(settings: Settings, session: Session, ctx: Context) -> Transp
 
         kind = AnthropicMessages
     transport = kind(
-        settings.model, trace=session.trace, deadline=ctx.deadline, timeout=settings.timeout
+        settings.model,
+        trace=session.trace,
+        deadline=ctx.deadline,
+        timeout=settings.timeout,
+        meter=ctx.meter,
     )
     ctx.transports.append(transport)
     ctx.on_transport(transport)
@@ -206,6 +212,7 @@ class Spawner:
         except (ProviderError, LimitReached) as e:
             raise ToolError(f"the subagent failed: {e}") from e
         finally:
+            session.add_usage(child.usage)
             session.write_meta()
             child.close()
 

@@ -310,7 +310,10 @@ def fail(error: AgiError, run: Run | None) -> int:
             run.after_failure(error)
         except (AgiError, KeyboardInterrupt, OSError):
             pass
-        if run.session is not None and error.exit_code in (4, 130, 143):
+        from agi.errors import CostLimit
+
+        kept = error.exit_code in (4, 130, 143) and not isinstance(error, CostLimit)
+        if run.session is not None and kept:  # the contract's cost line stands alone
             message += f"; the session is kept: {run.session.path}"
     view = run.view if run is not None and run.view is not None else None
     if view is not None:

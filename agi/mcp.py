@@ -10,16 +10,16 @@ starts when one of its tools is first called. An entry is replaced when the conf
 changes (new hash), after CACHE_TTL, and whenever the server starts (its fresh list is saved; a
 call of a tool the fresh list lacks is an error that says so).
 
-Threads: the SDK is asyncio; one event loop in a daemon thread owns every session, and tools
-(which may run in several threads at once) submit coroutines to it. `close_all()` ends sessions
-and stdio processes (also at interpreter exit) and joins the thread.
+Threads: the SDK is asyncio; the tools of one `load_mcp` share a Runtime: one event loop in a
+daemon thread, started on first use, that owns every session; tools (which may run in several
+threads at once) submit coroutines to it. `Runtime.close()` (the toolbox's close(), or interpreter
+exit) ends sessions and stdio processes and joins the thread; a later call starts anew.
 """
 
 from __future__ import annotations
 
 import atexit
 import concurrent.futures
-import json
 import os
 import re
 import threading
@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.errors import ToolError
 from agi.mcp_config import Cache, ServerConfig, read_configs
-from agi.tools import ToolContext, ToolError, ToolText
+from agi.mcp_content import dump, result_text, size
+from agi.tools.protocol import ToolContext, ToolText
 
 if TYPE_CHECKING:
     import asyncio  # imported where used: it costs 30 ms, and a warm cache never needs it
@@ -55,7 +57,7 @@ def reason(error: BaseException) -> str:
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
     if isinstance(error, ModuleNotFoundError) and (error.name or "").startswith("mcp"):
-        return "the mcp package is not installed (pip install 'agi[mcp]')"
+        return "the mcp package is not installed (pip install mcp, or agi-cli's [mcp] extra)"
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
     if isinstance(error, TimeoutError):
@@ -221,51 +223,6 @@ async def _list_tools(session: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def dump(model: Any) -> dict[str, Any]:
-    """An SDK object as its JSON wire form (camelCase in mcp 1 and 2 alike)."""
-    return dict(model.model_dump(mode="json", by_alias=True, exclude_none=True))
-
-
-def size(b64: Any) -> str:
-    """The size of base64 data, decoded."""
-    text = str(b64 or "")
-    return f"{len(text) * 3 // 4 - text[-2:].count('=')} bytes"
-
-
-def describe_block(block: dict[str, Any]) -> str:
-    """One content block as text; images, audio and resources are described, not dropped."""
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", ""))
-    if kind in ("image", "audio"):
-        return f"[{kind}: {block.get('mimeType', 'unknown type')}, {size(block.get('data'))}]"
-    if kind == "resource_link":
-        about = " ".join(str(block[k]) for k in ("name", "mimeType", "description") if block.get(k))
-        return f"[resource link: {block.get('uri')}{' ' + about if about else ''}]"
-    if kind == "resource":
-        res = block.get("resource") or {}
-        head = f"[resource {res.get('uri')}{', ' + res['mimeType'] if res.get('mimeType') else ''}"
-        if "text" in res:
-            return f"{head}]\n{res['text']}"
-        return f"{head}: {size(res.get('blob'))}]"
-    return f"[{kind} content]"
-
-
-def result_text(result: dict[str, Any]) -> str:
-    """The model's view of a CallToolResult: its blocks, and structured content if not shown."""
-    parts = [describe_block(b) for b in result.get("content") or [] if isinstance(b, dict)]
-    text = "\n".join(p for p in parts if p)
-    structured = result.get("structuredContent")
-    if structured is not None:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text
-        if structured not in (value, {"result": value}):  # FastMCP wraps plain values in this
-            text += ("\n" if text else "") + json.dumps(structured, ensure_ascii=False)
-    return text or "(no output)"
-
-
 @dataclass
 class McpTool:
     """One tool of an MCP server, offered as `mcp__SERVER__TOOL`."""
@@ -275,6 +232,15 @@ class McpTool:
     parameters: dict[str, Any]
     tool: str  # the server's own name for it
     server: Server = field(repr=False)
+    runtime: Runtime = field(repr=False)  # shared by every tool of a load
+
+    @property
+    def resource(self) -> Runtime:
+        """What the toolbox closes (once, however many tools share it)."""
+        return self.runtime
+
+    def close(self) -> None:
+        self.runtime.close()
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         """Call the tool (starting its server if need be); an error result raises ToolError."""
@@ -283,10 +249,7 @@ class McpTool:
         if left is not None and left <= 0:
             raise ToolError("no time left for the call (--timeout)")
         timeout = timeout if left is None else min(timeout, left)
-        rt = runtime()
-        if self.server not in rt.servers:  # a runtime made anew after close_all()
-            rt.servers.append(self.server)
-        result = rt.submit(self.server.call(self.tool, input, timeout), timeout + 5)
+        result = self.runtime.submit(self.server.call(self.tool, input, timeout), timeout + 5)
         text = result_text(result)
         if result.get("isError"):
             raise ToolError(text)
@@ -298,7 +261,9 @@ class McpTool:
         return ToolText.with_response(text, result)
 
 
-def offered(server: Server, tools: list[dict[str, Any]], taken: set[str]) -> list[McpTool]:
+def offered(
+    server: Server, tools: list[dict[str, Any]], taken: set[str], runtime: Runtime
+) -> list[McpTool]:
     """The agi tools for a server's tool list; names made safe for every provider."""
     out = []
     prefix = f"mcp__{UNSAFE.sub('_', server.config.name)}__"
@@ -311,36 +276,48 @@ def offered(server: Server, tools: list[dict[str, Any]], taken: set[str]) -> lis
         schema = {"type": "object", "properties": {}, **(given if isinstance(given, dict) else {})}
         schema.pop("$schema", None)
         about = t.get("description") or t.get("title") or f"{t['name']} ({server.config.name})"
-        out.append(McpTool(name, about[:DESCRIPTION_LIMIT], schema, t["name"], server))
+        out.append(McpTool(name, about[:DESCRIPTION_LIMIT], schema, t["name"], server, runtime))
     return out
 
 
 class Runtime:
-    """The event loop thread that owns every MCP session of this process."""
+    """The event loop thread that owns the MCP sessions of a load's servers; started on use."""
 
-    def __init__(self) -> None:
+    def __init__(self, servers: list[Server] | None = None) -> None:
+        self.servers = servers or []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def _start(self) -> asyncio.AbstractEventLoop:
         import asyncio
         import logging
 
-        logging.getLogger("mcp").addHandler(logging.NullHandler())  # stderr is not theirs
-        self.loop = asyncio.new_event_loop()
-        self.loop.set_exception_handler(lambda loop, context: None)  # failures reach callers
-        self.servers: list[Server] = []
-        self.thread = threading.Thread(target=self._run, name="agi-mcp", daemon=True)
-        self.thread.start()
+        with self.lock:
+            if self.loop is None:
+                logging.getLogger("mcp").addHandler(logging.NullHandler())  # stderr is not theirs
+                self.loop = asyncio.new_event_loop()
+                self.loop.set_exception_handler(lambda loop, context: None)  # callers get failures
+                self.thread = threading.Thread(
+                    target=self._run, args=(self.loop,), name="agi-mcp", daemon=True
+                )
+                self.thread.start()
+                atexit.register(self.close)  # a safety net: the toolbox closes it first
+            return self.loop
 
-    def _run(self) -> None:
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop) -> None:
         import asyncio
 
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-        self.loop.close()
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+        loop.close()
 
     def submit(self, coroutine: Any, timeout: float | None) -> Any:
-        """Run a coroutine on the loop and wait for it; an interrupt cancels it."""
+        """Run a coroutine on the loop (starting it) and wait for it; an interrupt cancels it."""
         import asyncio
 
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._start())
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -370,53 +347,46 @@ class Runtime:
         for server in self.servers:
             if server.stderr is not None:
                 server.stderr.close()
+            server.task = server.ready = server.stop = None  # a later call starts it anew
+            server.owners.clear()
+
+    def close(self) -> None:
+        """End every MCP session and server process and join the loop thread; safe to repeat."""
+        import asyncio
+
+        with self.lock:
+            loop, thread, self.loop, self.thread = self.loop, self.thread, None, None
+        if loop is None or thread is None:
+            return
+        atexit.unregister(self.close)
+        try:
+            asyncio.run_coroutine_threadsafe(self.shutdown(), loop).result(CLOSE_TIMEOUT + 4)
+        except Exception:
+            pass  # whatever is left dies with the loop
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
 
 
-_runtime: Runtime | None = None
-_runtime_lock = threading.Lock()
+def load_mcp(
+    paths: list[Path], cache_file: Path | None, runtime: Runtime | None = None
+) -> tuple[list[McpTool], list[str]]:
+    """The tools of every configured server: cached lists, or servers started concurrently.
 
-
-def runtime() -> Runtime:
-    """The process's one runtime, made on first use."""
-    global _runtime
-    with _runtime_lock:
-        if _runtime is None:
-            _runtime = Runtime()
-            atexit.register(close_all)
-        return _runtime
-
-
-def close_all() -> None:
-    """End every MCP session and server process and join the loop thread; safe to repeat."""
-    global _runtime
-    with _runtime_lock:
-        rt, _runtime = _runtime, None
-    if rt is None:
-        return
-    import asyncio
-
-    try:
-        asyncio.run_coroutine_threadsafe(rt.shutdown(), rt.loop).result(CLOSE_TIMEOUT + 4)
-    except Exception:
-        pass  # whatever is left dies with the loop
-    rt.loop.call_soon_threadsafe(rt.loop.stop)
-    rt.thread.join(5)
-
-
-def load_mcp(paths: list[Path], cache_file: Path | None) -> tuple[list[McpTool], list[str]]:
-    """The tools of every configured server: cached lists, or servers started concurrently."""
+    The tools share `runtime` (a new one if not given; pass one to be able to close it from
+    another thread while servers start); closing any of them, or it, ends every server.
+    """
     configs, warnings = read_configs(paths)
     if not configs:
         return [], warnings
     cache = Cache(cache_file)
     servers = [Server(c, cache) for c in configs]
+    rt = runtime if runtime is not None else Runtime()
+    rt.servers += servers
     lists = {s: cache.get(s.config) for s in servers}
     cold = [s for s in servers if lists[s] is None]
     if cold:  # with a warm cache, no thread, no asyncio, no mcp import: nothing starts
         import asyncio
 
-        rt = runtime()
-        rt.servers += cold
         timeout = _timeout("MCP_TIMEOUT", START_TIMEOUT)
 
         async def start_all() -> list[Any]:
@@ -428,7 +398,7 @@ def load_mcp(paths: list[Path], cache_file: Path | None) -> tuple[list[McpTool],
         except ToolError as e:
             started = [ToolError(f"MCP server {s.config.name} did not start: {e}") for s in cold]
         except BaseException:
-            close_all()  # an interrupt while servers start must not leave them running
+            rt.close()  # an interrupt while servers start must not leave them running
             raise
         for server, outcome in zip(cold, started, strict=True):
             if isinstance(outcome, BaseException):
@@ -437,5 +407,5 @@ def load_mcp(paths: list[Path], cache_file: Path | None) -> tuple[list[McpTool],
     tools: list[McpTool] = []
     taken: set[str] = set()
     for server in servers:
-        tools += offered(server, lists[server] or [], taken)
+        tools += offered(server, lists[server] or [], taken, rt)
     return tools, warnings

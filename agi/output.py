@@ -41,13 +41,15 @@ def event_line(event: Any) -> str:
 
 
 def result_line(run: Any, answer: Any, exit_code: int, error: str | None) -> str:
-    agent = run.agent
+    """The final object; `usage` is the whole run's (subagents and ghost exchanges included)."""
+    agent, meter = run.agent, getattr(run, "meter", None)
+    usage = meter.total if meter is not None else agent.usage if agent is not None else None
     result: dict[str, Any] = {
         "answer": answer,
         "session": str(run.session.path) if run.session is not None else None,
         "exit_code": exit_code,
         "steps": agent.steps if agent is not None else 0,
-        "usage": agent.usage.to_dict() if agent is not None else None,
+        "usage": usage.to_dict() if usage is not None else None,
     }
     if getattr(run, "verdict", None) is not None:
         result["judgement"] = run.verdict

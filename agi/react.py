@@ -5,6 +5,7 @@ the native format (assistant `tool_calls`, `role: tool` results) and every reque
 to the text protocol (Thought / Action / Observation / Final Answer); every reply is parsed back
 into a native `Reply`. Servers may ignore `stop`, so the streamed text is also cut here at the
 first `Observation:` and the stream closed: a hallucinated observation never enters the session.
+The system prompt (format rules, tools, example) is rendered by agi.react_prompt.
 """
 
 from __future__ import annotations
@@ -17,7 +18,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, ToolCall
-from agi.prompts import sections
+from agi.react_prompt import (
+    ToolLike,
+    input_schema,
+    json_form,
+    react_system_prompt,
+    react_text,
+    tool_table,
+)
+
+__all__ = [
+    "ReactTransport",
+    "Turn",
+    "TurnStream",
+    "parse_turn",
+    "react_messages",
+    "react_system_prompt",
+    "react_text",
+]
 
 if TYPE_CHECKING:
     from agi.tools import Tool
@@ -32,98 +50,6 @@ MARKER = re.compile(
 KEYWORDS = ("thought:", "actioninput:", "action:", "finalanswer:")
 NAME = re.compile(r"[ \t`]*([^\W\d][\w.\-]*)")
 QUOTES = ('"""', "'''", '"', "'", "`")
-
-ToolLike = Any  # a Tool, or its OpenAI `tools` entry ({"type": "function", "function": {...}})
-
-
-def react_text(name: str) -> str:
-    """A section `## name` of prompts/react.md."""
-    return sections("react.md")[name]
-
-
-def _table(tools: Iterable[ToolLike]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """name -> (description, parameters), from Tool objects or their `tools` entries."""
-    out = {}
-    for t in tools:
-        if isinstance(t, dict):
-            fn = t.get("function") or t
-            out[str(fn.get("name", ""))] = (fn.get("description") or "", fn.get("parameters") or {})
-        else:
-            out[t.name] = (t.description, t.parameters)
-    return out
-
-
-def _schema(parameters: Any) -> tuple[dict[str, Any], list[str]]:
-    """(properties, required) of a tool's JSON Schema, whatever a user-defined tool put there."""
-    p = parameters if isinstance(parameters, dict) else {}
-    props, required = p.get("properties"), p.get("required")
-    return (
-        props if isinstance(props, dict) else {},
-        [r for r in required if isinstance(r, str)] if isinstance(required, list) else [],
-    )
-
-
-def _type(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if isinstance(schema.get("enum"), list):
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
-    kind = schema.get("type", "any")
-    return "|".join(map(str, kind)) if isinstance(kind, list) else str(kind)
-
-
-def _json_form(name: str, parameters: dict[str, Any]) -> str:
-    """`NAME({"key": placeholder, ...})` with the required keys (or the first one)."""
-    props, required = _schema(parameters)
-    blank = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
-    args = {k: blank.get(_type(props.get(k)), "...") for k in required or list(props)[:1]}
-    return f"{name}({json.dumps(args, ensure_ascii=False)})"
-
-
-def _describe(name: str, description: str, parameters: dict[str, Any]) -> str:
-    summary = " ".join(description.strip().split("\n\n")[0].split()) or "(no description)"
-    props, required = _schema(parameters)
-    inputs = [
-        f"{key} ({_type(schema)}{', required' if key in required else ''})"
-        for key, schema in props.items()
-    ]
-    return f"- {name}: {summary}\n  input: {'; '.join(inputs) or 'none, write ' + name + '({})'}"
-
-
-def _example(table: dict[str, tuple[str, dict[str, Any]]]) -> str:
-    if "calculate" in table:
-        action, observation, answer = 'calculate("(12 * 9) + 3")', "111", "111"
-        thought = "I should compute this with the calculator."
-    elif table:
-        name, (_, parameters) = next(iter(table.items()))
-        action, observation, answer = _json_form(name, parameters), "(the result)", "(the answer)"
-        thought = f"I need {name} to answer."
-    else:
-        return "Thought: I can answer this myself.\nFinal Answer: (the answer)"
-    return (
-        f"Thought: {thought}\nAction: {action}\nObservation: {observation}\n"
-        f"Thought: I now know the answer.\nFinal Answer: {answer}"
-    )
-
-
-def react_system_prompt(tools: Sequence[Tool] | Sequence[dict[str, Any]], base: str = "") -> str:
-    """The system prompt for the text protocol: `base`, then the format rules and the tools."""
-    table = _table(tools)
-    listing = "\n".join(_describe(n, d, p) for n, (d, p) in table.items())
-    single = [n for n, (_, p) in table.items() if len(_schema(p)[1]) == 1]
-    several = [n for n, (_, p) in table.items() if _schema(p)[0]]
-    raw = 'calculate("2 + 2")' if "calculate" in single else f'{single[0]}("...")' if single else ""
-    text = (
-        react_text("system")
-        .replace("{tools}", listing or "(none: answer with a Final Answer)")
-        .replace(
-            "{json_example}",
-            _json_form(several[0], table[several[0]][1]) if several else 'TOOL({"key": "value"})',
-        )
-        .replace("{raw_example}", raw or 'TOOL("text")')
-        .replace("{example}", _example(table))
-    )
-    return f"{base.strip()}\n\n{text}" if base.strip() else text
 
 
 @dataclass
@@ -182,8 +108,8 @@ def _unquote(text: str) -> str:
 def _bad(reason: str, name: str, table: dict[str, tuple[str, dict[str, Any]]]) -> str:
     if name in table:
         parameters = table[name][1]
-        forms = [f"Action: {_json_form(name, parameters)}"]
-        required = _schema(parameters)[1]
+        forms = [f"Action: {json_form(name, parameters)}"]
+        required = input_schema(parameters)[1]
         if len(required) == 1:
             forms.append(f'or, with the {required[0]} as raw text: Action: {name}("...")')
     else:
@@ -238,7 +164,7 @@ def _action(text: str, table: dict[str, tuple[str, dict[str, Any]]]) -> Turn:
     else:
         return Turn(error=_bad(f"expected '(' after the tool name {name!r}", name, table))
     parameters = table.get(name, ("", {}))[1]
-    args = _arguments(raw, name in table, _schema(parameters)[1])
+    args = _arguments(raw, name in table, input_schema(parameters)[1])
     if args is None:
         return Turn(error=_bad("ARGS must be a JSON object for this tool", name, table))
     return Turn(action=(name, args))
@@ -253,7 +179,7 @@ def parse_turn(text: str, tools: Iterable[ToolLike]) -> Turn:
     be read gives `error`, a reply that shows the exact format.
     """
     text = text.split(STOP, 1)[0]
-    table = _table(tools)
+    table = tool_table(tools)
     m = _decisive(text)
     if m is None:
         return Turn(thought=_unmark(text).strip())

@@ -163,13 +163,13 @@ class Terminal(Silent):
         self.write(f"{mark}: {reason}")
 
     def finish(self, session: str, usage: Usage, seconds: float, steps: int) -> None:
+        from agi.cost import describe
+
         self.close()
-        tokens = f"{usage.prompt_tokens} in, {usage.completion_tokens} out"
-        cost = f", ${usage.cost:.4f}" if usage.cost else ""
         self.write(
             self.paint(
                 f"✓ {seconds:.1f}s, {steps} step{'s' * (steps != 1)}, "
-                f"{tokens}{cost} · session {session}",
+                f"{describe(usage)} · session {session}",
                 DIM,
             )
         )

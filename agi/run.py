@@ -55,14 +55,14 @@ class Run:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        self.ctx = Context(deadline=deadline_for(settings, started), warn=self.view.warn)
-        # TEMPORARY usage/cost wiring (the lead moves it into Context and make_transport)
         from agi.cost import Meter
 
-        self.meter = Meter(settings.prices, settings.max_cost)
+        self.meter = Meter(settings.prices, settings.max_cost)  # subagents and ghosts included
         self.meter.require(settings.model.label, settings.model.model)  # exit 2 before a session
         self.metered = 0  # the meter's calls already added to the session's meta.json
-        self.ctx.on_transport = lambda transport: setattr(transport, "meter", self.meter)
+        self.ctx = Context(
+            deadline=deadline_for(settings, started), warn=self.view.warn, meter=self.meter
+        )
         prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
         self.session: Session | None = None
         self.agent: Agent | None = None
@@ -138,6 +138,7 @@ class Run:
         session.lock(self.ctx.deadline, self.settings.timeout)
         try:
             done = drain(agent.compactor.run("manual", focus), self.view.handle)
+            self.save_usage()
             session.write_meta(model=self.settings.model.label)
         finally:
             session.unlock()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi.errors import UsageError
+from agi.errors import ToolError, UsageError
 
 MODES = ("off", "read-only", "workspace")
 INSTALL_HINT = (
@@ -185,8 +185,6 @@ class Policy:
         if not self.enabled:
             return Path(path)
         if not self.allows_write(path):
-            from agi.tools import ToolError
-
             allowed = f" (writable: {', '.join(self.writable)})" if self.writable else ""
             raise ToolError(f"the sandbox ({self.mode}) does not allow writing {path}{allowed}")
         return Path(os.path.realpath(os.path.expanduser(path)))

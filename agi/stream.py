@@ -13,6 +13,7 @@ from typing import Any
 
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall, Usage
+from agi.usage import messages_usage, parse_usage
 
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 
@@ -132,17 +133,46 @@ class _CallBuilder:
         self.id, self.name, self.arguments = id, name, ""
 
 
-def parse_usage(u: Any) -> Usage | None:
-    if not isinstance(u, dict):
-        return None
-    prompt = u.get("prompt_tokens", u.get("input_tokens")) or 0
-    completion = u.get("completion_tokens", u.get("output_tokens")) or 0
-    total = u.get("total_tokens") or prompt + completion
-    cost = u.get("cost")
-    return Usage(prompt, completion, total, cost if isinstance(cost, (int, float)) else None)
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
-ANTHROPIC_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+ANTHROPIC_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+# the Messages API's error types and the HTTP status each stands for (an `error` event has none)
+ANTHROPIC_ERRORS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def anthropic_error(body: Any, status: int | None = None, where: str = "") -> ProviderError:
+    """A Messages API error (`{"type": "error", "error": {"type", "message"}}`), named by its
+    type; an `error` event mid-stream gets the status its type stands for, so an overload
+    before any content is retried like a 529."""
+    err = body.get("error") if isinstance(body, dict) else None
+    kind = err.get("type") if isinstance(err, dict) else None
+    message = error_message(body)
+    if isinstance(kind, str) and kind not in message:
+        message = f"{kind}: {message}"
+    status = status or (ANTHROPIC_ERRORS.get(kind) if isinstance(kind, str) else None)
+    status = status or _error_status(err, None)  # a gateway's own shape, with a `code`
+    prefix = f"HTTP {status}: " if status and not where else ""
+    return ProviderError(prefix + message + where, status, retryable=status in RETRYABLE_STATUS)
 
 
 class StreamAssembler:
@@ -155,9 +185,15 @@ class StreamAssembler:
         self.calls: list[_CallBuilder] = []
         self.by_index: dict[Any, _CallBuilder] = {}
         self.usage: Usage | None = None
+        self.usage_fields: dict[str, Any] = {}  # Anthropic's, merged across events
+        self.provider_cost: float | None = None  # a cost the response headers reported
         self.finish_reason: str | None = None
         self.think = ThinkSplitter()
         self.chunks: list[Any] = []
+        self.thinking_blocks: list[dict[str, Any]] = []  # Anthropic's, kept to be sent back
+        self.blocks: dict[Any, dict[str, Any]] = {}  # the open thinking blocks by index
+        self.seeded: set[Any] = set()  # tool_use blocks whose input came whole at their start
+        self.text_gap = False  # a new text block after earlier text: a paragraph break
 
     @property
     def delivered(self) -> bool:
@@ -170,7 +206,7 @@ class StreamAssembler:
             raise ProviderError(f"malformed response chunk: {json.dumps(chunk)[:200]}")
         if str(chunk.get("type", "")).startswith(("message_", "content_block_")) or chunk.get(
             "type"
-        ) in ("ping", "error"):
+        ) in ("ping", "error", "message"):
             out = self._anthropic(chunk)
         else:
             out = self._openai(chunk)
@@ -181,7 +217,7 @@ class StreamAssembler:
 
     def _openai(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
         out: list[TextDelta | ReasoningDelta] = []
-        usage = parse_usage(chunk.get("usage"))
+        usage = parse_usage(chunk.get("usage"), chunk.get("timings"))
         if usage:
             self.usage = usage
         for choice in chunk.get("choices") or []:
@@ -205,36 +241,91 @@ class StreamAssembler:
         return out
 
     def _anthropic(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
-        kind = chunk.get("type")
+        """Messages API events: message_start, content_block_start|delta|stop, message_delta,
+        message_stop, ping, error; or a whole non-streamed `message`."""
+        kind, index = chunk.get("type"), chunk.get("index")
+        out: list[TextDelta | ReasoningDelta] = []
         if kind == "message_start":
-            self.usage = parse_usage((chunk.get("message") or {}).get("usage"))
+            self._anthropic_usage((chunk.get("message") or {}).get("usage"), reset=True)
         elif kind == "content_block_start":
-            block = chunk.get("content_block") or {}
-            if block.get("type") == "tool_use":
-                call = _CallBuilder(block.get("id") or "", block.get("name") or "")
-                self.calls.append(call)
-                self.by_index[("a", chunk.get("index"))] = call
-            elif block.get("text"):
-                return self._emit(block["text"], "")
+            out = self._block_start(index, _table(chunk.get("content_block")))
         elif kind == "content_block_delta":
-            delta = chunk.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                return self._emit(delta.get("text", ""), "")
-            if delta.get("type") == "thinking_delta":
-                return [self._add_reasoning(delta.get("thinking", ""))]
-            if delta.get("type") == "input_json_delta":
-                block = self.by_index.get(("a", chunk.get("index")))
-                if block:
-                    block.arguments += delta.get("partial_json", "")
-        elif kind == "message_delta":
-            reason = (chunk.get("delta") or {}).get("stop_reason")
+            out = self._block_delta(index, _table(chunk.get("delta")))
+        elif kind == "content_block_stop":
+            self.blocks.pop(index, None)
+        elif kind in ("message_delta", "message"):
+            if kind == "message":  # a server that ignored stream=true: the whole message at once
+                self._anthropic_usage(chunk.get("usage"), reset=True)
+                for pos, block in enumerate(chunk.get("content") or []):
+                    out += self._block_start(("m", pos), _table(block))
+            reason = _table(chunk.get("delta") if kind == "message_delta" else chunk).get(
+                "stop_reason"
+            )
             if reason:
                 self.finish_reason = ANTHROPIC_FINISH.get(reason, reason)
-            usage = parse_usage(chunk.get("usage"))
-            if usage and self.usage:
-                self.usage.completion_tokens = usage.completion_tokens
-                self.usage.total_tokens = self.usage.prompt_tokens + usage.completion_tokens
+            if kind == "message_delta":
+                self._anthropic_usage(chunk.get("usage"))
+        elif kind == "error":
+            raise anthropic_error(chunk, where=" (an error event in the stream)")
+        return out
+
+    def _block_start(self, index: Any, block: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
+        kind = block.get("type")
+        if kind == "tool_use":  # server tools (server_tool_use, web search, ...) are not ours
+            call = _CallBuilder(block.get("id") or "", block.get("name") or "")
+            self.calls.append(call)
+            self.by_index[("a", index)] = call
+            if isinstance(block.get("input"), dict) and block["input"]:
+                call.arguments = json.dumps(block["input"], ensure_ascii=False)
+                self.seeded.add(index)  # deltas, if any follow, carry the input again
+        elif kind in ("thinking", "redacted_thinking"):
+            kept = dict(block)  # sent back unchanged on tool-use turns, as the API requires
+            self.thinking_blocks.append(kept)
+            self.blocks[index] = kept
+            if isinstance(block.get("thinking"), str) and block["thinking"]:
+                return [self._add_reasoning(block["thinking"])]
+        elif kind == "text":
+            self.text_gap = bool(self.text)
+            if isinstance(block.get("text"), str):
+                return self._text(block["text"])
         return []
+
+    def _block_delta(self, index: Any, delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            return self._text(str(delta.get("text") or ""))
+        if kind in ("thinking_delta", "signature_delta"):
+            field = kind.partition("_")[0]  # "thinking" or "signature"
+            piece = str(delta.get(field) or "")
+            block = self.blocks.get(index)
+            if block is not None:
+                block[field] = str(block.get(field) or "") + piece
+            if kind == "thinking_delta" and piece:
+                return [self._add_reasoning(piece)]
+        elif kind == "input_json_delta":
+            call = self.by_index.get(("a", index))
+            piece = str(delta.get("partial_json") or "")
+            if call is not None and piece:
+                if index in self.seeded:
+                    self.seeded.discard(index)
+                    call.arguments = ""
+                call.arguments += piece
+        return []
+
+    def _text(self, text: str) -> list[TextDelta | ReasoningDelta]:
+        if text and self.text_gap:
+            self.text_gap, text = False, "\n\n" + text
+        return self._emit(text, "")
+
+    def _anthropic_usage(self, fields: Any, reset: bool = False) -> None:
+        """message_start reports the input and message_delta the counts so far (cumulative):
+        later fields replace earlier ones."""
+        if reset:
+            self.usage_fields = {}
+        if isinstance(fields, dict):
+            self.usage_fields.update({k: v for k, v in fields.items() if v is not None})
+        if self.usage_fields:
+            self.usage = messages_usage(self.usage_fields)
 
     def _emit(self, text: str, reasoning: str) -> list[TextDelta | ReasoningDelta]:
         out: list[TextDelta | ReasoningDelta] = []
@@ -276,6 +367,10 @@ class StreamAssembler:
 
     def finish(self) -> Reply:
         self.flush()
+        usage = self.usage
+        if self.provider_cost is not None:  # the body's own figure, if any, wins
+            usage = usage or Usage(calls=1)
+            usage.cost = self.provider_cost if usage.cost is None else usage.cost
         calls = [
             ToolCall(c.id or f"call_{os.urandom(12).hex()}", c.name, c.arguments)
             for c in self.calls
@@ -286,6 +381,7 @@ class StreamAssembler:
             reasoning="".join(self.reasoning).strip(),
             reasoning_field=self.reasoning_field or "reasoning_content",
             tool_calls=calls,
-            usage=self.usage,
+            usage=usage,
             finish_reason=self.finish_reason,
+            thinking_blocks=self.thinking_blocks,
         )

@@ -46,9 +46,24 @@ def list_sessions(home: Path) -> str:
         prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
         rows.append(
             f"{path}\t{meta.get('updated', '?')}\t{meta.get('model', '?')}\t"
-            f"{meta.get('messages', '?')} messages\t{human_size(session_size(path))}\t{prompt}"
+            f"{meta.get('messages', '?')} messages\t{human_size(session_size(path))}\t"
+            f"{usage_summary(meta.get('usage'))}\t{prompt}"
         )
     return "\n".join(rows)
+
+
+def usage_summary(recorded: Any, detail: bool = False) -> str:
+    """A usage object as meta.json or the trace holds it: `1234 in, 56 out, $0.0123`."""
+    if not isinstance(recorded, dict):
+        return "usage unknown"  # a session from before agi recorded usage
+    from agi.cost import describe, money
+    from agi.messages import Usage
+
+    usage = Usage.from_dict(recorded)
+    if detail:
+        return describe(usage)
+    cost = "cost unknown" if recorded.get("cost") is None else money(usage.cost or 0.0)
+    return f"{usage.input} in, {usage.output} out, {cost}"
 
 
 def show(path: Path) -> str:
@@ -63,8 +78,8 @@ def show(path: Path) -> str:
         for t in _jsonl(path / "trace.jsonl")
         if t.get("type") == "tool"
     }
-    model_times = [
-        t.get("seconds")
+    model_times = [  # each reply's duration and usage
+        (t.get("seconds"), t.get("usage"))
         for t in _jsonl(path / "trace.jsonl")
         if t.get("type") == "response" and not t.get("error") and not t.get("ghost")
     ]
@@ -77,14 +92,18 @@ def show(path: Path) -> str:
         f"session {path}  ·  model {meta.get('model', '?')}  ·  {len(session.messages)} messages"
         + (f"  ·  sandbox {', '.join(dict.fromkeys(sandboxes))}" if sandboxes else "")
     ]
+    if "usage" in meta:
+        out.append(f"usage {usage_summary(meta['usage'], detail=True)}")
     replies = iter(model_times)
     for m in session.messages:
         role = m.get("role")
         if role == "user":
             out += ["", "▶ user", _indent(str(m.get("content", "")))]
         elif role == "assistant":
-            took = next(replies, None)
-            out += ["", "◀ assistant" + (f"  ({took:.2f}s)" if isinstance(took, float) else "")]
+            took, used = next(replies, (None, None))
+            about = [f"{took:.2f}s"] if isinstance(took, (int, float)) else []
+            about += [usage_summary(used)] if isinstance(used, dict) else []
+            out += ["", "◀ assistant" + (f"  ({', '.join(about)})" if about else "")]
             for field in ("reasoning_content", "reasoning"):
                 if m.get(field):
                     out.append(_indent("✻ " + str(m[field]).strip()))

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agi.tools import ToolContext, ToolError
+from agi.errors import ToolError
+from agi.tools import ToolContext
 from agi.tools.calculate import Calculate, evaluate, format_number
 
 SETTINGS = settings(max_examples=300, deadline=None)

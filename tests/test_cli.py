@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -317,7 +319,14 @@ def test_output_json(agi):
     assert r.returncode == 0
     result = json.loads(r.stdout)
     assert result["answer"] == "fine" and result["exit_code"] == 0 and result["steps"] == 2
-    assert result["usage"]["total_tokens"] == 30
+    assert result["usage"] == {  # two calls of fakeserver's USAGE; no price for fake-model
+        "input": 20,
+        "output": 10,
+        "cached": 0,
+        "cache_write": 0,
+        "reasoning": 0,
+        "cost": None,
+    }
     assert os.path.isdir(result["session"])
 
 
@@ -336,22 +345,56 @@ def test_trace_records_requests_responses_and_tool_runs(agi, tmp_path):
     assert isinstance(trace[3]["seconds"], float) and isinstance(trace[2]["seconds"], float)
 
 
+def read_events_until(proc: subprocess.Popen[str], done, timeout: float = 15) -> list[dict]:
+    """`--output jsonl` events from the running process's stdout until done(events) holds."""
+    events: list[dict] = []
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    while not done(events):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([fd], [], [], left)[0], f"no event in time: {events}"
+        chunk = os.read(fd, 65536)
+        assert chunk, f"stdout closed (exit {proc.wait()}): {events} {proc.stderr.read()}"
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        events += [json.loads(line) for line in complete if line.strip()]
+    return events
+
+
 def test_sigint_mid_stream_keeps_the_partial_answer(env, tmp_path):
+    """SIGINT once agi has the first part of the answer (it has emitted it as events) and the
+    rest is held back: exit 130, one `agi:` line, and the session keeps exactly that part."""
     session = tmp_path / "s"
-    with FakeModel(
-        text("first part of a long answer that streams slowly", delay=0.4, pieces=20)
-    ) as server:
+    first, rest = "first part of a long answer", " that arrives only after the interrupt"
+    release = threading.Event()
+
+    def frames():
+        yield from text(first, pieces=3)["frames"][:-3]  # the role and content chunks only
+        release.wait(60)
+        yield from text(rest)["frames"][1:]
+
+    with FakeModel({"kind": "sse", "frames": frames(), "delay": 0.0}) as server:
         env.update(AGI_BASE_URL=server.url, AGI_MODEL="m")
-        proc = start_agi([AGI, "-s", str(session), "tell me"], env)
-        time.sleep(1.5)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        proc = start_agi([AGI, "-s", str(session), "--output", "jsonl", "tell me"], env)
+        try:
+            read_events_until(  # agi has the first part: it is in the answer being salvaged
+                proc, lambda got: "".join(e["text"] for e in got if e["type"] == "text") == first
+            )
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=10)
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
     assert proc.returncode == 130, err
+    assert err.startswith("agi: interrupted") and err.count("\n") == 1, err
+    (result,) = [json.loads(line) for line in out.splitlines()]  # nothing more after the signal
+    assert result["type"] == "result" and result["exit_code"] == 130 and result["answer"] is None
+    assert len(server.requests) == 1
     stored = lines(session / "messages.jsonl")
-    assert stored[0]["content"] == "tell me"
-    assert stored[1]["role"] == "assistant"
-    assert "first part of a long answer that streams slowly".startswith(stored[1]["content"])
-    assert 0 < len(stored[1]["content"]) < 48
+    stored = [(m["role"], m["content"]) for m in stored]
+    assert stored == [("user", "tell me"), ("assistant", first)]
 
 
 def test_sigterm_exits_143(env, tmp_path):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agi.errors import UsageError
-from agi.tools import ToolContext, ToolError, spec
+from agi.errors import ToolError, UsageError
+from agi.tools import ToolContext, spec
 from agi.tools.external import (
     ExternalTool,
     describe,
@@ -157,6 +157,21 @@ def test_large_input_and_output(tmp_path):
 def test_a_tool_that_ignores_stdin_is_fine(tmp_path):
     tool = load_tool(write_tool(tmp_path, "deaf", describing("deaf", "echo fine")))
     assert tool.run({"x": "q" * 1_000_000}, ToolContext(cwd=str(tmp_path))) == "fine"
+
+
+def test_a_tool_sees_exported_variables_and_close_ends_its_background_jobs(tmp_path):
+    secs = f"95.{uuid.uuid4().int % 10**7:07d}"
+    body = f"echo $AGI_T_EXPORTED; sleep {secs} >/dev/null 2>&1 &"
+    tool = load_tool(write_tool(tmp_path, "bg", describing("bg", body)))
+    ctx = ToolContext(cwd=str(tmp_path), env={"AGI_T_EXPORTED": "from-a-hook"})
+    try:
+        assert tool.run({}, ctx) == "from-a-hook"
+        assert pids_matching(f"sleep {secs}") != []
+        tool.close()
+        assert pids_matching(f"sleep {secs}") == []
+    finally:
+        for pid in pids_matching(f"sleep {secs}"):
+            os.kill(pid, 9)
 
 
 def test_a_tool_removed_after_loading_is_an_error_the_model_reads(tmp_path):

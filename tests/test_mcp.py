@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from agi.errors import ConfigError
-from agi.mcp import close_all, load_mcp
+from agi import mcp
+from agi.errors import ConfigError, ToolError
+from agi.mcp import Runtime
 from agi.mcp_config import expand, read_configs
 from agi.messages import ToolCall
-from agi.tools import Toolbox, ToolContext, ToolError
+from agi.tools import Toolbox, ToolContext
 
 from conftest import AGI, start_agi
 from fakeserver import FakeModel, call, calls, text
@@ -41,6 +42,23 @@ EVERYTHING = HERE / "node_modules" / "@modelcontextprotocol" / "server-everythin
 needs_sdk = pytest.mark.skipif(
     importlib.util.find_spec("mcp") is None, reason="the mcp package is not installed"
 )
+
+
+_opened: list[Runtime] = []
+
+
+def load_mcp(paths: list[Path], cache: Path | None) -> tuple[list, list[str]]:
+    """agi.mcp.load_mcp, with a runtime that close_all() below can reach."""
+    runtime = Runtime()
+    _opened.append(runtime)
+    return mcp.load_mcp(paths, cache, runtime)
+
+
+def close_all() -> None:
+    """Close every runtime the test loaded (what a toolbox's close() does for its own)."""
+    for runtime in _opened:
+        runtime.close()
+    _opened.clear()
 
 
 @pytest.fixture(autouse=True)
@@ -403,22 +421,27 @@ def test_a_call_past_the_deadline_is_an_error(tmp_path, monkeypatch):
 
 
 @needs_sdk
-def test_close_all_leaves_no_process_and_no_thread(tmp_path, everything):
+def test_the_toolbox_close_leaves_no_process_and_no_thread(tmp_path, everything):
     before = set(children())
     servers = {"t": helper(), "time": TIME, "everything": everything}
-    tools, _ = load_mcp([config(tmp_path, servers)], tmp_path / "cache.json")
+    tools, _ = mcp.load_mcp([config(tmp_path, servers)], tmp_path / "cache.json")
+    box = Toolbox(tools)
     pid = int(run(tools, "mcp__t__pid"))
     assert len(set(children()) - before) == 3 and pid in children()
-    close_all()
+    Toolbox(tools, owner=False).close()  # a subagent's toolbox leaves its parent's tools alone
+    assert pid in children()
+    box.close()
     assert set(children()) - before == set()
     assert not any(t.name == "agi-mcp" for t in threading.enumerate())
     assert not Path(f"/proc/{pid}").exists()
-    # a tool used after close_all starts its server again
+    box.close()  # again: nothing left to do, and no error
+    # a tool used after close starts its server again
     assert run(tools, "mcp__t__add", a=1, b=2) == "3"
+    box.close()
 
 
 @needs_sdk
-def test_close_all_while_a_server_starts_ends_it_at_once(tmp_path):
+def test_closing_while_a_server_starts_ends_it_at_once(tmp_path):
     log = tmp_path / "starts"
     path = config(tmp_path, {"slow": helper(MCP_START_LOG=str(log), MCP_START_DELAY="60")})
     loaded: list = []
@@ -443,13 +466,13 @@ def test_without_the_sdk_a_server_is_a_warning_that_says_what_to_install(tmp_pat
     assert tools == []
     assert warnings == [
         "MCP server t did not start: the mcp package is not installed "
-        "(pip install 'agi[mcp]'); its tools are not offered"
+        "(pip install mcp, or agi-cli's [mcp] extra); its tools are not offered"
     ]
 
 
 @needs_sdk
 def test_names_are_safe_and_hook_matchers_see_them(tmp_path):
-    from agi.hooks import _name_matcher
+    from agi.hook_settings import _name_matcher
 
     tools, _ = load_mcp([config(tmp_path, {"my.srv": helper()})], tmp_path / "cache.json")
     assert all(t.name.startswith("mcp__my_srv__") for t in tools)

@@ -175,5 +175,6 @@ def test_usage_of_a_retried_run_counts_only_the_answer(agi):
     result = json.loads(r.stdout)
     assert result["answer"] == "ok"
     assert result["steps"] == 1
-    assert result["usage"]["total_tokens"] == USAGE["total_tokens"]
+    assert result["usage"]["input"] == USAGE["prompt_tokens"]
+    assert result["usage"]["output"] == USAGE["completion_tokens"]
     assert len(server.requests) == 2

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from agi.errors import UsageError
+from agi.errors import ToolError, UsageError
 from agi.sandbox import INSTALL_HINT, Policy
-from agi.tools import ToolContext, ToolError
+from agi.tools import ToolContext
 from agi.tools.shell import run_process
 
 from fakeserver import FakeModel, call, text
@@ -393,7 +393,7 @@ def test_user_tool_under_tmp_runs_in_the_sandbox(tmp_path):
 
 @needs_bwrap
 def test_terminal_keeps_job_control_in_the_sandbox(tmp_path, outside):
-    from agi.tools.terminal import Terminal, close_all
+    from agi.tools.terminal import Terminal
 
     home, _ = outside
     p = Policy.load("read-only")
@@ -415,14 +415,14 @@ def test_terminal_keeps_job_control_in_the_sandbox(tmp_path, outside):
         assert "\n/dev/tty\n" in screen and "Read-only file system" in screen, screen
         assert not home.exists()
     finally:
-        close_all()
+        term.close()
 
 
 @needs_bwrap
 def test_native_tools_obey_the_sandbox(tmp_path, outside):
     from agi.tools.files import Edit, TempDir, Write
     from agi.tools.shell import Bash
-    from agi.tools.terminal import Terminal, close_all
+    from agi.tools.terminal import Terminal
 
     home, _ = outside
     ws = tmp_path / "ws"
@@ -445,20 +445,21 @@ def test_native_tools_obey_the_sandbox(tmp_path, outside):
     assert victim.read_text() == "keep" and not home.exists()
     ro = ToolContext(cwd=str(ws), sandbox=Policy.load("read-only"))
     d = TempDir().run({}, ro)
+    terminal = Terminal()
     try:
         assert "Created" in Write().run({"file_path": f"{d}/n", "content": "1"}, ro)
         assert Bash().run({"command": f"cat {d}/n; touch c.txt"}, ro).startswith("1")
         assert not (ws / "c.txt").exists()
-        screen = Terminal().run({"action": "start", "command": f"touch {home}"}, ro)
+        screen = terminal.run({"action": "start", "command": f"touch {home}"}, ro)
         assert "Read-only file system" in screen and not home.exists(), screen
     finally:
-        close_all()
+        terminal.close()
         shutil.rmtree(str(ro.sandbox.scratch))
 
 
 @needs_bwrap
 def test_terminal_outlives_the_thread_that_started_it(tmp_path):
-    from agi.tools.terminal import Terminal, close_all
+    from agi.tools.terminal import Terminal
 
     term = Terminal()
     ctx = ToolContext(cwd=str(tmp_path), sandbox=Policy.load("read-only"))
@@ -471,7 +472,7 @@ def test_terminal_outlives_the_thread_that_started_it(tmp_path):
         screen = term.run({"action": "read", "id": "bg", "wait_ms": 100}, ctx)
         assert ", running]" in screen, screen
     finally:
-        close_all()
+        term.close()
 
 
 # --- the agi executable (skipped until the CLI has --sandbox) --------------------------------

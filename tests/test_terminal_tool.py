@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from agi.tools import ToolContext, ToolError
-from agi.tools.terminal import Terminal, close_all, encode_keys
+from agi.errors import ToolError
+from agi.tools import ToolContext
+from agi.tools.keys import encode_keys
+from agi.tools.terminal import Terminal
 
 from conftest import AGI
 from fakeserver import FakeModel, call, hang, text
@@ -26,10 +28,14 @@ _markers = itertools.count(1)
 QUIET_BASH = "HISTFILE= PS1='$ ' bash --norc --noprofile"
 
 
+TOOL = [Terminal()]  # the tool instance term() calls; each test gets a fresh one
+
+
 @pytest.fixture(autouse=True)
 def no_terminal_outlives_a_test():
+    TOOL[0] = Terminal()
     yield
-    close_all()
+    TOOL[0].close()
 
 
 @pytest.fixture
@@ -73,7 +79,7 @@ def header(result: str) -> str:
 
 
 def term(ctx: ToolContext, **input) -> str:
-    return Terminal().run(input, ctx)
+    return TOOL[0].run(input, ctx)
 
 
 # --- the tool, called directly ---------------------------------------------------------------
@@ -160,9 +166,27 @@ def test_several_terminals_at_once(ctx):
         term(ctx, action="send", id=idb, keys="echo bash-says-hi<Enter>")
     )
     assert running(first) and running(second)
-    close_all()
+    TOOL[0].close()
     assert not running(first) and not running(second)
     assert zombie_children() == []
+    TOOL[0].close()  # again: nothing left to do
+
+
+def test_each_terminal_tool_owns_its_terminals(ctx):
+    mine, theirs = marker(), marker()
+    term(ctx, action="start", id="a", command=f"sleep {mine}")
+    other = Terminal()
+    other.run({"action": "start", "id": "a", "command": f"sleep {theirs}"}, ctx)
+    with pytest.raises(ToolError, match="no terminal 'b'"):
+        other.run({"action": "read", "id": "b"}, ctx)
+    other.close()
+    assert running(mine) and not running(theirs)
+
+
+def test_hook_exported_variables_reach_the_program(tmp_path):
+    ctx = ToolContext(cwd=str(tmp_path), env={"AGI_T_EXPORTED": "from-a-hook"})
+    shown = term(ctx, action="start", command="echo $AGI_T_EXPORTED; echo $TERM")
+    assert screen(shown)[:2] == ["from-a-hook", "xterm-256color"]
 
 
 def test_ctrl_c_interrupts_and_up_recalls_history_in_bash(ctx):

@@ -230,6 +230,52 @@ def test_bash_stdin_is_empty_even_when_agis_stdin_stays_open(env, tmp_path):
     assert elapsed < 5
 
 
+# --- the toolbox owns what its tools start ---------------------------------------------------
+
+
+def test_bash_sees_the_variables_hooks_exported_through_the_context(tmp_path):
+    from agi.tools import ToolContext
+    from agi.tools.shell import Bash
+
+    ctx = ToolContext(cwd=str(tmp_path), env={"AGI_T_EXPORTED": "from-a-hook"})
+    assert Bash().run({"command": "echo $AGI_T_EXPORTED"}, ctx) == "from-a-hook"
+    ctx.env["AGI_T_EXPORTED"] = "changed"  # the run updates the same dict as hooks export more
+    assert Bash().run({"command": "echo $AGI_T_EXPORTED; echo $HOME"}, ctx) == (
+        f"changed\n{os.environ['HOME']}"
+    )
+
+
+def test_interrupt_kills_the_running_command_and_close_ends_background_jobs(tmp_path):
+    import threading
+
+    from agi.messages import ToolCall
+    from agi.tools import Toolbox, ToolContext
+    from agi.tools.shell import Bash
+
+    job, fg = unique_seconds(91), unique_seconds(92)
+    box = Toolbox([Bash()], ToolContext(cwd=str(tmp_path)))
+    try:
+        box.run_one(ToolCall("1", "Bash", json.dumps({"command": f"sleep {job} & echo ok"})))
+        slow = ToolCall("2", "Bash", json.dumps({"command": f"sleep {fg}"}))
+        worker = threading.Thread(target=box.run_one, args=(slow,))
+        worker.start()
+        deadline = time.monotonic() + 5
+        while not pids_matching(f"sleep {fg}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        box.interrupt()
+        worker.join(5)
+        assert not worker.is_alive() and pids_matching(f"sleep {fg}") == []
+        assert pids_matching(f"sleep {job}") != []  # a background job outlives an interrupt
+        Toolbox(list(box.tools.values()), owner=False).close()  # a subagent's: not the owner
+        assert pids_matching(f"sleep {job}") != []
+        box.close()
+        assert pids_matching(f"sleep {job}") == []
+        box.close()  # idempotent
+    finally:
+        reap(job)
+        reap(fg)
+
+
 # --- Read ------------------------------------------------------------------------------------
 
 

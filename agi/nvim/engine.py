@@ -1,9 +1,11 @@
-"""One Neovim request, run on a worker thread: settings, a session under `$AGI_HOME/nvim`, the
-agent (a single model call unless tools are on), and the lines that replace the range."""
+"""One Neovim request, run on a worker thread: settings, a session under `$AGI_HOME/nvim` (a new
+one, or for :AgiRefine the one of the buffer's last request), the agent (a single model call
+unless tools are on), and the lines that replace the range."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Protocol
 
 from agi import __version__
@@ -19,8 +21,9 @@ class Job(Protocol):
     """What the engine needs of the request it serves (agi.nvim.plugin.Job)."""
 
     request: dict[str, Any]
+    meter: Any
 
-    def started(self, log: str) -> None: ...
+    def started(self, log: str, session: str = "") -> None: ...
     def attach(self, transport: Any) -> None: ...
     def check(self) -> None: ...
     def progress(self, event: Any) -> None: ...
@@ -69,10 +72,48 @@ def render_prompt(request: dict[str, Any]) -> str:
     ).strip()
 
 
+REFINED = {
+    "shown": "Your proposal has not been applied: the lines still read as before.",
+    "partly": "Some of the changes you proposed were applied, the others were not.",
+    "applied": "Your proposal was applied (and may have been edited since).",
+    "dropped": "Your proposal was not applied.",
+}
+
+
+def render_refine(request: dict[str, Any]) -> str:
+    """refine.md: the user's instruction about the last answer, and the lines as they are now."""
+    template = (PROMPTS / "refine.md").read_text(encoding="utf-8")
+    selection = "\n".join(request.get("lines") or [])
+    first = int(request.get("first") or 1)
+    return template.format(
+        instruction=str(request.get("instruction") or "").strip(),
+        state=REFINED.get(str(request.get("refine")), REFINED["dropped"]),
+        filetype=request.get("filetype") or "text",
+        filename=request.get("filename") or "[No Name]",
+        first=first,
+        last=first + max(0, len(request.get("lines") or []) - 1),
+        fence=fence_for(selection),
+        selection=selection,
+    ).strip()
+
+
+def open_session(request: dict[str, Any]) -> Session:
+    """A new session under `$AGI_HOME/nvim`, or the one named by the request (:AgiRefine),
+    which must be one of those."""
+    home = agi_home() / "nvim"
+    given = request.get("session")
+    if not given:
+        return Session.open(home / new_session_id())
+    path = Path(str(given)).expanduser().resolve()
+    if path.parent != home.resolve() or not (path / "meta.json").is_file():
+        raise AgiError(f"cannot continue {given}: it is not a session of agi's Neovim requests")
+    return Session.open(path)
+
+
 def run_request(job: Job) -> list[str]:
     """Run the request to the lines that replace its range; its session keeps the trace."""
-    session = Session.open(agi_home() / "nvim" / new_session_id())
-    job.started(str(session.trace_file))
+    session = open_session(job.request)
+    job.started(str(session.trace_file), str(session.path))
     session.lock()
     try:
         return _run(job, session)
@@ -86,6 +127,8 @@ def run_request(job: Job) -> list[str]:
         session.trace(record)
         raise
     finally:
+        if job.meter is not None:
+            session.add_usage(job.meter.total)
         session.write_meta()
         session.unlock()
 
@@ -104,22 +147,42 @@ def _run(job: Job, session: Session) -> list[str]:
         cwd=request.get("cwd") or os.getcwd(),
         deadline=deadline_for(settings),
         warn=job.notice,
-        on_transport=job.attach,
+        on_transport=lambda transport: _attach(job, transport),
     )
+    job.meter = _meter(ctx, settings)
     agent = assemble(settings, session, ctx)
     try:
-        described = {
-            k: request.get(k) for k in ("kind", "filename", "filetype", "first", "instruction")
-        }
+        keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
+        described = {k: request.get(k) for k in keys if request.get(k) is not None}
         session.trace(run_record(settings, ctx, list(agent.toolbox.tools), described))
         session.write_meta(model=settings.model.label, nvim=described)
-        reply = _ask(job, agent, settings, render_prompt(request))
+        refine = bool(request.get("refine"))
+        prompt = render_refine(request) if refine else render_prompt(request)
+        reply = _ask(job, agent, settings, prompt, "resume" if refine else "startup")
     finally:
         ctx.cancel()
         agent.close()
     lines = result_lines(request, reply.text)
     session.trace({"type": "nvim_result", "lines": lines})
     return lines
+
+
+def _meter(ctx: Any, settings: Any) -> Any:
+    """The request's usage and cost meter: the context's when it has one, else a new one
+    (_attach gives it to every transport, subagents' included)."""
+    meter = getattr(ctx, "meter", None)
+    if meter is None:
+        from agi.cost import Meter
+
+        meter = Meter(settings.prices, settings.max_cost)
+        meter.require(settings.model.label, settings.model.model)
+    return meter
+
+
+def _attach(job: Job, transport: Any) -> None:
+    if getattr(transport, "meter", None) is None:
+        transport.meter = job.meter
+    job.attach(transport)
 
 
 def run_record(
@@ -138,12 +201,12 @@ def run_record(
     }
 
 
-def _ask(job: Job, agent: Any, settings: Any, prompt: str) -> Reply:
+def _ask(job: Job, agent: Any, settings: Any, prompt: str, source: str = "startup") -> Reply:
     """One agent run (a single model call when no tools are on); hooks fire as on the command
     line: SessionStart's context joins the prompt, SessionEnd runs at the end."""
     lifecycle = agent.lifecycle
     if lifecycle is not None:
-        context = lifecycle.session_start("startup", settings.model.label)
+        context = lifecycle.session_start(source, settings.model.label)
         prompt = f"{prompt}\n\n{context}" if context else prompt
     events = agent.run(prompt)
     try:

@@ -13,27 +13,37 @@ import time
 import traceback
 from typing import Any
 
-PROGRESS_EVERY = 0.2  # seconds between progress messages for one request
+UPDATE_EVERY = 0.05  # seconds: at most one progress message (spinner, preview) per request
 DELIVER = "require('agi')._event(...)"
+MODELS = "require('agi')._models(...)"
 
 
 class Job:
-    """One request: its cancel flag, the transport to close on cancel, its progress."""
+    """One request: its cancel flag, the transport to close on cancel, its progress.
+
+    Progress reaches Lua batched: what streamed in since the last message (text, tool steps),
+    at most every UPDATE_EVERY seconds, the last of a burst sent by a timer."""
 
     def __init__(self, plugin: Plugin, request: dict[str, Any]):
         self.plugin, self.request = plugin, request
         self.id = int(request["id"])
         self.cancelled = threading.Event()
         self.transport: Any = None
+        self.meter: Any = None  # agi.cost.Meter of the request, set by the engine
         self.chars = 0
         self.phase = "waiting"
         self.sent = 0.0
+        self.lock = threading.Lock()
+        self.ops: list[list[Any]] = []  # preview changes not sent yet, in order
+        self.dirty = False
+        self.timer: threading.Timer | None = None
+        self.closed = False
 
     def send(self, event: dict[str, Any]) -> None:
         self.plugin.send(self.id, event)
 
-    def started(self, log: str) -> None:
-        self.send({"type": "started", "log": log})
+    def started(self, log: str, session: str = "") -> None:
+        self.send({"type": "started", "log": log, "session": session})
 
     def attach(self, transport: Any) -> None:
         """The transport to cancel; a cancel that came first takes effect now."""
@@ -57,23 +67,89 @@ class Job:
     def notice(self, text: str) -> None:
         self.send({"type": "notice", "message": text})
 
+    def usage(self) -> dict[str, Any] | None:
+        """`{input, output, cost}` of the model calls so far (cost None when unknown)."""
+        if self.meter is None:
+            return None
+        total = self.meter.total.to_dict()
+        return {"input": total["input"], "output": total["output"], "cost": total["cost"]}
+
     def progress(self, event: Any) -> None:
-        """Count what streams in; tell Neovim at most every PROGRESS_EVERY seconds."""
+        """Note what streams in (text, tool steps, usage); tell Neovim soon, batched."""
         kind = getattr(event, "type", "")
-        phase = self.phase
-        if kind == "text":
-            self.chars += len(event.text)
-            phase = "writing"
-        elif kind == "reasoning":
-            phase = "thinking"
-        elif kind == "tool_start":
-            phase = f"running {event.call.name}"
-        elif kind == "notice":
+        if kind == "notice":
             self.notice(event.text)
-        now = time.monotonic()
-        if phase != self.phase or now - self.sent >= PROGRESS_EVERY:
-            self.phase, self.sent = phase, now
-            self.send({"type": "progress", "phase": phase, "chars": self.chars})
+            return
+        with self.lock:
+            if kind == "text":
+                self.chars += len(event.text)
+                self.phase = "writing"
+                if self.ops and self.ops[-1][0] == "text":
+                    self.ops[-1][1] += event.text
+                else:
+                    self.ops.append(["text", event.text])
+            elif kind == "reasoning":
+                if self.phase == "thinking":
+                    return
+                self.phase = "thinking"
+            elif kind == "step":
+                if event.step > 1:  # a new model call: the text of the one before was no answer
+                    self.ops.append(["step"])
+            elif kind in ("tool_start", "tool_end"):
+                self.ops.append(["tool", event.call.id, tool_line(event)])
+                self.phase = f"running {event.call.name}" if kind == "tool_start" else "thinking"
+            elif kind != "usage":
+                return
+            self.dirty = True
+        self.schedule()
+
+    def schedule(self) -> None:
+        """Send now if the last message is old enough, else once it is (one timer at a time)."""
+        with self.lock:
+            if not self.dirty or self.closed or self.timer is not None:
+                return
+            wait = self.sent + UPDATE_EVERY - time.monotonic()
+            if wait > 0:
+                self.timer = threading.Timer(wait, self.flush)
+                self.timer.daemon = True
+                self.timer.start()
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        with self.lock:  # held while sending: messages leave in the order they were made
+            self.timer = None
+            if self.closed or not self.dirty:
+                return
+            ops, self.ops, self.dirty = self.ops, [], False
+            self.sent = time.monotonic()
+            event = {"type": "progress", "phase": self.phase, "chars": self.chars, "ops": ops}
+            event["usage"] = self.usage()
+            self.send(event)
+
+    def close(self) -> None:
+        """No progress after the event that ends the request."""
+        with self.lock:
+            self.closed = True
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+
+def tool_line(event: Any) -> str:
+    """A tool step in one line, as the terminal view shows it: `Read(notes.txt)`, then how it
+    ended: `Read(notes.txt) ✓ 0.01s`, or with ✗ and the error's first line."""
+    from agi.render import describe_input, short
+
+    try:
+        args = event.call.parse_arguments()
+    except ValueError:
+        args = {}
+    line = f"{event.call.name}({describe_input(args)})"
+    if event.type == "tool_end":
+        error = short((event.result.splitlines() or [""])[0], 60) if event.is_error else ""
+        line += f" {'✗ ' + error if error else '✓'} {event.seconds:.2f}s"
+    return line
 
 
 class Plugin:
@@ -99,7 +175,10 @@ class Plugin:
 
     def work(self, job: Job) -> None:
         try:
-            job.send(outcome(job))
+            event = outcome(job)
+            job.close()
+            event["usage"] = job.usage()
+            job.send(event)
         finally:
             with self.lock:
                 self.jobs.pop(job.id, None)
@@ -113,6 +192,32 @@ class Plugin:
 
     def deliver(self, request_id: int, event: dict[str, Any]) -> None:
         self.nvim.exec_lua(DELIVER, request_id, event, async_=True)
+
+    def models(self) -> None:
+        """For :AgiModel's completion: the names, found on a thread, sent to Lua's `_models`."""
+
+        def find() -> None:
+            found = model_names()
+            try:
+                self.nvim.async_call(lambda: self.nvim.exec_lua(MODELS, found, async_=True))
+            except Exception:  # Neovim is going away
+                pass
+
+        threading.Thread(target=find, name="agi-models", daemon=True).start()
+
+    def suggest(self, request: dict[str, Any]) -> None:
+        """An inline suggestion (agi.nvim.suggest); it replaces the buffer's one in flight."""
+        self.suggestions().request(request)
+
+    def suggest_cancel(self, buf: Any, request_id: Any = None) -> None:
+        self.suggestions().cancel(int(buf), request_id)
+
+    def suggestions(self) -> Any:
+        if getattr(self, "_suggestions", None) is None:
+            from agi.nvim.suggest import Suggestions
+
+            self._suggestions = Suggestions(self.nvim)
+        return self._suggestions
 
     def info(self) -> dict[str, Any]:
         """For :checkhealth: which Python runs the host, and whether the engine imports."""
@@ -148,6 +253,53 @@ def outcome(job: Job) -> dict[str, Any]:
     if job.cancelled.is_set():  # cancelled as the reply completed: still nothing is applied
         return {"type": "cancelled"}
     return {"type": "done", "lines": lines}
+
+
+def model_names() -> dict[str, Any]:
+    """`provider:model` names for completion: the ones the configuration mentions (`model`,
+    AGI_MODEL, `[models."…"]`, `[prices."…"]`), the built-in price table's models under their
+    provider, and every provider as `provider:`; with the model a request would use now."""
+    import os
+
+    from agi.config import PROVIDERS, config_path, load_file, resolve_model, split_model
+    from agi.cost import BUILTIN
+    from agi.errors import AgiError
+
+    path = config_path()
+    try:
+        file = load_file(path)
+    except AgiError:
+        file = {}
+    custom = file.get("providers") or {}
+    fallback = file.get("provider") or "openai"
+    names: set[str] = set()
+    mentioned = [file.get("model"), os.environ.get("AGI_MODEL")]
+    mentioned += list(file.get("models") or {}) + list(file.get("prices") or {})
+    for spec in mentioned:
+        if isinstance(spec, str) and spec:
+            provider, model = split_model(spec, custom)
+            names.add(f"{provider or fallback}:{model}")
+    for model in BUILTIN:
+        vendor = next((p for prefix, p in VENDORS if model.startswith(prefix)), None)
+        if vendor:
+            names.add(f"{vendor}:{model}")
+    try:
+        configured: str | None = resolve_model({}, file, path).label
+    except AgiError:
+        configured = None
+    providers = sorted(set(PROVIDERS) | set(custom))
+    return {"names": sorted(names) + [f"{p}:" for p in providers], "configured": configured}
+
+
+# who serves the built-in price table's models (agi.cost.BUILTIN), by name prefix
+VENDORS = (
+    ("gpt-", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("deepseek-", "deepseek"),
+    ("claude-", "anthropic"),
+    ("gemini-", "gemini"),
+)
 
 
 def missing_engine(error: ImportError) -> str:

@@ -1,88 +1,34 @@
-"""Tools the model can call: the protocol, the registry, and running calls (in parallel)."""
+"""Tools the model can call: the registry, and running calls (in parallel), with their hooks.
+
+The protocol a tool follows is in agi.tools.protocol; its names are re-exported here.
+"""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
-from agi.errors import AgiError
+from agi.errors import AgiError, ToolError
 from agi.messages import ToolCall, ToolEnd, ToolStart
+from agi.tools.protocol import Tool, ToolContext, ToolText, require, spec
 
-if TYPE_CHECKING:
-    from agi.sandbox import Policy
-
-
-class ToolError(Exception):
-    """A tool failed in a way the model should read about; becomes an `Error: …` result."""
-
-
-class ToolText(str):
-    """A tool's result text, with the structured form hooks get as `tool_response`."""
-
-    response: dict[str, Any] | None = None
-    error: bool = False  # a failure reported in the tool's own words (no `Error: ` prefix)
-
-    @classmethod
-    def with_response(cls, text: str, response: dict[str, Any]) -> ToolText:
-        out = cls(text)
-        out.response = response
-        return out
-
-    @classmethod
-    def failure(cls, text: str) -> ToolText:
-        out = cls(text)
-        out.error = True
-        return out
+__all__ = [
+    "Result",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolText",
+    "Toolbox",
+    "builtin_tools",
+    "require",
+    "spec",
+]
 
 
 def _with_notes(text: str, notes: list[str]) -> str:
     return "\n\n".join([text, *[n for n in notes if n]])
-
-
-def _no_sandbox() -> Policy:
-    from agi.sandbox import Policy
-
-    return Policy()
-
-
-@dataclass
-class ToolContext:
-    cwd: str = field(default_factory=os.getcwd)
-    deadline: float | None = None  # time.monotonic() value
-    sandbox: Policy = field(default_factory=_no_sandbox)  # what commands and writes may touch
-
-    def remaining(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-
-
-class Tool(Protocol):
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-    def run(self, input: dict[str, Any], ctx: ToolContext) -> str: ...
-
-
-def spec(tool: Tool) -> dict[str, Any]:
-    """The OpenAI `tools` entry for a tool."""
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
-
-
-def require(input: dict[str, Any], key: str, kind: type = str) -> Any:
-    value = input.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise ToolError(f"'{key}' is required and must be a {kind.__name__}")
-    return value
 
 
 def builtin_tools() -> list[Tool]:
@@ -105,10 +51,46 @@ class Result:
 class Toolbox:
     """The tools offered in a run, by name."""
 
-    def __init__(self, tools: list[Tool], ctx: ToolContext | None = None, lifecycle: Any = None):
+    def __init__(
+        self,
+        tools: list[Tool],
+        ctx: ToolContext | None = None,
+        lifecycle: Any = None,
+        *,
+        owner: bool = True,
+    ):
         self.tools = {t.name: t for t in tools}
         self.ctx = ctx or ToolContext()
         self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
+        self.owner = owner  # a subagent's toolbox shares its parent's tools and must not close them
+
+    def interrupt(self) -> None:
+        """Kill the commands running now (a cancelled turn); background jobs and terminals stay."""
+        for tool in self._distinct("interrupt"):
+            try:
+                tool.interrupt()
+            except Exception:  # one tool's failure must not spare the others' commands
+                pass
+
+    def close(self) -> None:
+        """End every process the tools started (jobs, terminals, MCP sessions); idempotent and
+        never raises, so it belongs in a `finally`. A toolbox that is not the owner does nothing."""
+        if not self.owner:
+            return
+        for tool in self._distinct("close"):
+            try:
+                tool.close()
+            except Exception:  # closing must go on: one failure may not leave the rest running
+                pass
+
+    def _distinct(self, method: str) -> list[Any]:
+        """The tools (or, for tools sharing one, the resources) that have `method`, once each."""
+        seen: dict[int, Any] = {}
+        for tool in self.tools.values():
+            holder = getattr(tool, "resource", tool)  # e.g. MCP tools share one runtime
+            if callable(getattr(holder, method, None)):
+                seen.setdefault(id(holder), holder)
+        return list(seen.values())
 
     @property
     def specs(self) -> list[dict[str, Any]]:

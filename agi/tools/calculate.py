@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from agi.tools import ToolContext, ToolError, require
+from agi.errors import ToolError
+from agi.tools.protocol import ToolContext, require
 
 Number = int | float
 

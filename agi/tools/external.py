@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi.errors import UsageError
-from agi.tools import ToolContext, ToolError, ToolText
+from agi.errors import ToolError, UsageError
+from agi.tools.protocol import ToolContext, ToolText
+from agi.tools.shell import Processes, kill_group, run_process
 
 if TYPE_CHECKING:
-    from agi.sandbox import Policy
     from agi.tools.shell import Output
 
 DEFAULT_TIMEOUT = 120.0  # seconds a call may take
@@ -46,7 +46,13 @@ class ExternalTool:
     description: str
     parameters: dict[str, Any]
     timeout: float = DEFAULT_TIMEOUT
-    env: dict[str, str] | None = field(default=None, repr=False)
+    processes: Processes = field(default_factory=Processes, repr=False, compare=False)
+
+    def interrupt(self) -> None:
+        self.processes.interrupt()
+
+    def close(self) -> None:
+        self.processes.close()
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         if not os.access(self.path, os.X_OK):
@@ -55,7 +61,7 @@ class ExternalTool:
         left = ctx.remaining()
         if left is not None:
             timeout = min(timeout, left)
-        output, code, timed_out = self.execute(json.dumps(input), ctx.cwd, timeout, ctx.sandbox)
+        output, code, timed_out = self.execute(json.dumps(input), ctx, timeout)
         text = output.text().strip("\n")
         if timed_out:
             raise ToolError(
@@ -67,20 +73,24 @@ class ExternalTool:
             return ToolText.failure(f"Error (exit {code}): {text or '(no output)'}")
         return text or "(no output)"
 
-    def execute(
-        self, stdin: str, cwd: str, timeout: float, sandbox: Policy | None = None
-    ) -> tuple[Output, int, bool]:
+    def execute(self, stdin: str, ctx: ToolContext, timeout: float) -> tuple[Output, int, bool]:
         """Run the executable as Bash runs commands: own process group, one pipe, deadline.
 
         The input comes from a private temporary file, so a tool that never reads stdin cannot
         block us and large inputs are no problem.
         """
-        from agi.tools.shell import run_process
-
         with tempfile.TemporaryFile() as f:
             f.write(stdin.encode("utf-8"))
             f.seek(0)
-            return run_process([self.path], cwd, timeout, self.env, stdin=f, sandbox=sandbox)
+            return run_process(
+                [self.path],
+                ctx.cwd,
+                timeout,
+                ctx.environ(),
+                stdin=f,
+                sandbox=ctx.sandbox,
+                processes=self.processes,
+            )
 
 
 def validate(description: Any, where: str) -> dict[str, Any]:
@@ -104,8 +114,6 @@ def validate(description: Any, where: str) -> dict[str, Any]:
 
 def describe(path: str, timeout: float = DESCRIBE_TIMEOUT) -> dict[str, Any]:
     """Run `PATH --describe` (stdin empty, its own process group) and validate what it prints."""
-    from agi.tools.shell import kill_group
-
     where = f"tool {path}"
     try:
         proc = subprocess.Popen(
@@ -264,12 +272,11 @@ def load_tools(
     dirs: Iterable[str | Path] = (),
     cache_file: str | Path | None = None,
     timeout: float = DEFAULT_TIMEOUT,
-    env: dict[str, str] | None = None,
 ) -> tuple[list[ExternalTool], list[str]]:
     """What the CLI calls: tool files (errors raise UsageError), then directories (warnings)."""
     cache = DescriptionCache(cache_file)
     try:
-        return _load(files, dirs, cache, timeout, env)
+        return _load(files, dirs, cache, timeout)
     finally:
         cache.save()
 
@@ -291,7 +298,6 @@ def _load(
     dirs: Iterable[str | Path],
     cache: DescriptionCache,
     timeout: float = DEFAULT_TIMEOUT,
-    env: dict[str, str] | None = None,
 ) -> tuple[list[ExternalTool], list[str]]:
     """Duplicate names: the first one wins, later ones are skipped with a warning."""
     explicit = [check_executable(f) for f in files]
@@ -311,5 +317,5 @@ def _load(
                 warnings.append(f"tool {path}: the name {name} is taken by {seen[name]}; skipped")
             continue
         seen[name] = path
-        tools.append(ExternalTool(path, name, got["description"], got["parameters"], timeout, env))
+        tools.append(ExternalTool(path, name, got["description"], got["parameters"], timeout))
     return tools, warnings

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agi.tools import ToolContext, ToolError, require
+from agi.errors import ToolError
+from agi.tools.protocol import ToolContext, require
 
 READ_LIMIT = 2000  # lines returned by default
 LINE_LIMIT = 2000  # characters per line

@@ -10,7 +10,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from agi.tools import ToolContext, ToolError, ToolText, require
+from agi.errors import ToolError
+from agi.tools.protocol import ToolContext, ToolText, require
 
 if TYPE_CHECKING:
     from agi.sandbox import Policy
@@ -19,10 +20,6 @@ DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 OUTPUT_LIMIT = 30_000  # characters kept: half from the start, half from the end
 DRAIN_SECONDS = 0.2  # after exit, how long to wait for background children still holding the pipe
-
-_running: set[subprocess.Popen[bytes]] = set()
-_groups: set[int] = set()  # every process group of this run: its background jobs live there
-_running_lock = threading.Lock()
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -45,34 +42,61 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def kill_running() -> None:
-    """End the commands still running (a cancelled turn); background jobs stay."""
-    with _running_lock:
-        procs = list(_running)
-    for proc in procs:
-        kill_group(proc)
+def _group_exists(pgid: int) -> bool:
+    """Whether a process group of ours is still there (another user's is not ours to end)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
-def kill_all() -> None:
-    """End every command and background job of this run (at exit): no process is left behind."""
-    kill_running()
-    with _running_lock:
-        groups = list(_groups)
-        _groups.clear()
-    alive = []
-    for pgid in groups:
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-            alive.append(pgid)
-        except (ProcessLookupError, PermissionError):
-            pass
-    if alive:
-        time.sleep(0.1)
-    for pgid in alive:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+class Processes:
+    """What one tool started: the commands running now, and every process group it made (its
+    background jobs live there), so the tool can end them all."""
+
+    def __init__(self) -> None:
+        self.running: set[subprocess.Popen[bytes]] = set()
+        self.groups: set[int] = set()
+        self.lock = threading.Lock()
+
+    def started(self, proc: subprocess.Popen[bytes]) -> None:
+        with self.lock:
+            self.running.add(proc)
+            # forget groups that are gone, so close() never signals a group id reused since
+            self.groups = {pgid for pgid in self.groups if _group_exists(pgid)} | {proc.pid}
+
+    def ended(self, proc: subprocess.Popen[bytes]) -> None:
+        with self.lock:
+            self.running.discard(proc)
+
+    def interrupt(self) -> None:
+        """End the commands still running (a cancelled turn); background jobs stay."""
+        with self.lock:
+            procs = list(self.running)
+        for proc in procs:
+            kill_group(proc)
+
+    def close(self) -> None:
+        """End every command and background job (at exit): no process is left behind."""
+        self.interrupt()
+        with self.lock:
+            groups = list(self.groups)
+            self.groups.clear()
+        alive = []
+        for pgid in groups:
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+                alive.append(pgid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if alive:
+            time.sleep(0.1)
+        for pgid in alive:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 class Output:
@@ -126,8 +150,14 @@ class Bash:
         "required": ["command"],
     }
 
-    def __init__(self, env: dict[str, str] | None = None):
-        self.env = env
+    def __init__(self) -> None:
+        self.processes = Processes()
+
+    def interrupt(self) -> None:
+        self.processes.interrupt()
+
+    def close(self) -> None:
+        self.processes.close()
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         command = require(input, "command")
@@ -138,7 +168,7 @@ class Bash:
         left = ctx.remaining()
         if left is not None:
             timeout = min(timeout, left)
-        output, code, timed_out = self.execute(command, ctx.cwd, timeout, ctx.sandbox)
+        output, code, timed_out = self.execute(command, ctx, timeout)
         shown = output.text()
         text = shown.rstrip("\n")
         if timed_out:
@@ -155,10 +185,11 @@ class Bash:
         }
         return ToolText.with_response(text.lstrip("\n") or "(no output)", response)
 
-    def execute(
-        self, command: str, cwd: str, timeout: float, sandbox: Policy | None = None
-    ) -> tuple[Output, int, bool]:
-        return run_process(["bash", "-c", command], cwd, timeout, self.env, sandbox=sandbox)
+    def execute(self, command: str, ctx: ToolContext, timeout: float) -> tuple[Output, int, bool]:
+        argv = ["bash", "-c", command]
+        return run_process(
+            argv, ctx.cwd, timeout, ctx.environ(), sandbox=ctx.sandbox, processes=self.processes
+        )
 
 
 def run_process(
@@ -168,9 +199,12 @@ def run_process(
     env: dict[str, str] | None = None,
     stdin: Any = subprocess.DEVNULL,
     sandbox: Policy | None = None,
+    processes: Processes | None = None,
 ) -> tuple[Output, int, bool]:
     """Run argv in its own process group, stdout and stderr in one pipe, within `timeout`.
 
+    `env` is the whole environment (None: ours); `processes`, if given, tracks the command while
+    it runs and its process group after, for the tool's interrupt() and close().
     Under a sandbox bwrap leads the group; its PID namespace and --die-with-parent take every
     process of the command down with it, so killing the group still leaves nothing behind.
     """
@@ -185,11 +219,26 @@ def run_process(
         env=env,
         start_new_session=True,
     )
-    with _running_lock:
-        _running.add(proc)
-        _groups.add(proc.pid)
+    if processes is not None:
+        processes.started(proc)
     output, timed_out = Output(), False
-    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    try:
+        timed_out = _collect(proc, output, time.monotonic() + timeout)
+    finally:
+        if timed_out or proc.poll() is None:
+            kill_group(proc)
+        proc.stdout.close()
+        if processes is not None:
+            processes.ended(proc)
+    if timed_out:
+        return output, -1, True
+    code = proc.wait()
+    return output, 128 - code if code < 0 else code, False  # a signal, as $? shows it
+
+
+def _collect(proc: subprocess.Popen[bytes], output: Output, deadline: float) -> bool:
+    """Read the command's output until it exits (and its pipe drains) or `deadline`: timed out?"""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     sel = selectors.DefaultSelector()
@@ -200,20 +249,19 @@ def run_process(
         while True:
             now = time.monotonic()
             if now >= deadline:
-                timed_out = True
-                break
+                return True
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
             if eof:  # the command closed its output but may still be running
                 if exited_at is not None:
-                    break
+                    return False
                 try:
                     proc.wait(timeout=min(0.05, deadline - now))
                 except subprocess.TimeoutExpired:
                     pass
                 continue
             if exited_at is not None and now - exited_at > DRAIN_SECONDS:
-                break  # background children keep the pipe open; do not wait for them
+                return False  # background children keep the pipe open; do not wait for them
             if not sel.select(timeout=min(0.05, deadline - now)):
                 continue
             data = os.read(fd, 65536)
@@ -223,12 +271,3 @@ def run_process(
                 eof = True
     finally:
         sel.close()
-        if timed_out or proc.poll() is None:
-            kill_group(proc)
-        proc.stdout.close()
-        with _running_lock:
-            _running.discard(proc)
-    if timed_out:
-        return output, -1, True
-    code = proc.wait()
-    return output, 128 - code if code < 0 else code, False  # a signal, as $? shows it

@@ -12,7 +12,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from agi.tools import ToolContext, ToolError, require
+from agi.errors import ToolError
+from agi.tools.keys import encode_keys
+from agi.tools.protocol import ToolContext, require
 
 if TYPE_CHECKING:
     from agi.sandbox import Policy
@@ -27,18 +29,7 @@ MAX_TERMINALS = 16
 ALTERNATE_SCREEN = {47, 1047, 1049}  # private modes of full-screen programs (vi, less, top)
 DECCKM = 1 << 5  # pyte's key for private mode 1: the arrows send application sequences
 
-_terminals: dict[str, Program] = {}
-_lock = threading.Lock()
-_numbers = itertools.count(1)
 _classes: tuple[Any, Any] | None = None  # the pyte Screen and ByteStream subclasses, made on use
-
-
-def close_all() -> None:
-    """End every terminal of this run (at exit, on SIGINT, on errors): no process is left behind."""
-    with _lock:
-        programs = list(_terminals.values())
-        _terminals.clear()
-    end(programs)
 
 
 def session_groups(sid: int) -> set[int]:
@@ -153,7 +144,7 @@ def spawn(
     """Fork `bash -c command` as the leader of a new session whose controlling terminal is a pty.
 
     Under a sandbox bwrap runs in that session without --new-session, so the program keeps the
-    pty as its controlling terminal (job control, Ctrl-C); close_all ends it with the run.
+    pty as its controlling terminal (job control, Ctrl-C); Terminal.close() ends it with the run.
     """
     import fcntl
     import pty
@@ -340,57 +331,6 @@ class Program:
         return "\n".join(parts)
 
 
-_NAMED = {
-    "enter": "\r", "cr": "\r", "return": "\r", "nl": "\n", "tab": "\t", "s-tab": "\x1b[Z",
-    "esc": "\x1b", "bs": "\x7f", "backspace": "\x7f", "space": " ", "lt": "<", "gt": ">",
-    "bar": "|", "bslash": "\\", "del": "\x1b[3~", "delete": "\x1b[3~", "insert": "\x1b[2~",
-    "pageup": "\x1b[5~", "pagedown": "\x1b[6~", "f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR",
-    "f4": "\x1bOS", "f5": "\x1b[15~", "f6": "\x1b[17~", "f7": "\x1b[18~", "f8": "\x1b[19~",
-    "f9": "\x1b[20~", "f10": "\x1b[21~", "f11": "\x1b[23~", "f12": "\x1b[24~",
-}  # fmt: skip
-_CURSOR_KEYS = {"up": "A", "down": "B", "right": "C", "left": "D", "home": "H", "end": "F"}
-_CONTROL = {"@": "\x00", "space": "\x00", "[": "\x1b", "\\": "\x1c", "]": "\x1d", "^": "\x1e",
-            "_": "\x1f", "?": "\x7f"}  # fmt: skip
-_KEY = re.compile(r"<([^<>\s]+)>")
-
-
-def key(name: str, application: bool) -> str | None:
-    """The bytes a terminal sends for a Vim-style key name, or None for a name it does not know."""
-    lower = name.lower()
-    if lower in _NAMED:
-        return _NAMED[lower]
-    if lower in _CURSOR_KEYS:
-        return ("\x1bO" if application else "\x1b[") + _CURSOR_KEYS[lower]
-    prefix, _, rest = lower.partition("-")
-    if prefix == "c" and len(rest) == 1 and "a" <= rest <= "z":
-        return chr(ord(rest) - 96)
-    if prefix == "c" and rest in _CONTROL:
-        return _CONTROL[rest]
-    if prefix in ("m", "a") and rest:
-        sent = name[2:] if len(rest) == 1 else key(name[2:], application)
-        return None if sent is None else "\x1b" + sent
-    return None
-
-
-def encode_keys(keys: str, application: bool = False) -> bytes:
-    """Text with <Names> for special keys -> bytes; unknown <names> are sent as they are."""
-
-    def one(m: re.Match[str]) -> str:
-        sent = key(m.group(1), application)
-        return m.group(0) if sent is None else sent
-
-    return _KEY.sub(one, keys).encode()
-
-
-def find(id: str) -> Program:
-    with _lock:
-        program = _terminals.get(id)
-        names = ", ".join(_terminals) or "none"
-    if program is None:
-        raise ToolError(f"there is no terminal {id!r} (open: {names})")
-    return program
-
-
 def number(input: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
     value = input.get(name)
     if value is None:
@@ -431,8 +371,25 @@ class Terminal:
         "required": ["action"],
     }
 
-    def __init__(self, env: dict[str, str] | None = None):
-        self.env = env
+    def __init__(self) -> None:
+        self.terminals: dict[str, Program] = {}  # the open ones, by id
+        self.lock = threading.Lock()
+        self.numbers = itertools.count(1)
+
+    def close(self) -> None:
+        """End every terminal (at exit, on errors): no process is left behind. Safe to repeat."""
+        with self.lock:
+            programs = list(self.terminals.values())
+            self.terminals.clear()
+        end(programs)
+
+    def find(self, id: str) -> Program:
+        with self.lock:
+            program = self.terminals.get(id)
+            names = ", ".join(self.terminals) or "none"
+        if program is None:
+            raise ToolError(f"there is no terminal {id!r} (open: {names})")
+        return program
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         action = input.get("action")
@@ -442,10 +399,10 @@ class Terminal:
         wait = min(number(input, "wait_ms", default, 0, 10**9), MAX_WAIT_MS) / 1000
         left = ctx.remaining()
         wait = wait if left is None else min(wait, left)
-        program = self.start(input, ctx) if action == "start" else find(require(input, "id"))
+        program = self.start(input, ctx) if action == "start" else self.find(require(input, "id"))
         if action == "close":
-            with _lock:
-                _terminals.pop(program.id, None)
+            with self.lock:
+                self.terminals.pop(program.id, None)
             end([program])
             return program.render(f"closed, {program.state()}")
         if action == "send":
@@ -460,19 +417,20 @@ class Terminal:
         cols = number(input, "cols", DEFAULT_COLS, 10, 1000)
         if not os.path.isdir(ctx.cwd):
             raise ToolError(f"the working directory does not exist: {ctx.cwd}")
-        env = dict(os.environ if self.env is None else self.env)
+        env = {**os.environ, **ctx.env}
         env.pop("COLUMNS", None)
         env.pop("LINES", None)
         env["TERM"] = "xterm-256color"
-        with _lock:
+        with self.lock:
             id = input.get("id")
             if id is None:
-                id = next(f"t{n}" for n in _numbers if f"t{n}" not in _terminals)
+                id = next(f"t{n}" for n in self.numbers if f"t{n}" not in self.terminals)
             elif not isinstance(id, str) or not re.fullmatch(r"[\w.-]{1,40}", id):
                 raise ToolError("'id' must be a short name of letters, digits, '_', '.' or '-'")
-            if id in _terminals:
+            if id in self.terminals:
                 raise ToolError(f"terminal {id} is in use; close it first or pick another id")
-            if len(_terminals) >= MAX_TERMINALS:
+            if len(self.terminals) >= MAX_TERMINALS:
                 raise ToolError(f"{MAX_TERMINALS} terminals are open; close one first")
-            program = _terminals[id] = Program(id, command, ctx.cwd, rows, cols, env, ctx.sandbox)
+            program = Program(id, command, ctx.cwd, rows, cols, env, ctx.sandbox)
+            self.terminals[id] = program
         return program

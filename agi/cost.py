@@ -1,0 +1,206 @@
+"""What model calls cost: prices per million tokens, and the run's meter with its --max-cost budget.
+
+A price is looked up as `[prices."provider:model"]` in the config file, then `[prices."model"]`,
+then in the built-in table below by `provider:model` and by the model name. A provider's own
+figure (OpenRouter's `usage.cost`, LiteLLM's `x-litellm-response-cost`) wins over any price.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from agi.errors import CostLimit, UsageError
+from agi.messages import Usage
+
+PRICE_FIELDS = ("input", "output", "cached", "cache_write")
+REPORTS_COST = ("openrouter", "litellm")  # providers that send the cost of each call themselves
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens. Without a cached or cache_write price, those tokens cost `input`."""
+
+    input: float
+    output: float
+    cached: float | None = None
+    cache_write: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        """The contract's formula: fresh input, cache reads, cache writes and output, each at
+        its own price."""
+        fresh = max(0, usage.input - usage.cached - usage.cache_write)
+        cached = self.input if self.cached is None else self.cached
+        written = self.input if self.cache_write is None else self.cache_write
+        total = (
+            fresh * self.input
+            + usage.cached * cached
+            + usage.cache_write * written
+            + usage.output * self.output
+        )
+        return total / 1_000_000
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any]) -> Price:
+        """A `[prices."MODEL"]` table (checked by agi.config)."""
+        return cls(**{k: float(v) for k, v in table.items() if k in PRICE_FIELDS})
+
+
+# USD per million tokens: input, output, cached input (cache reads), cache writes.
+# OpenAI: https://openai.com/api/pricing (standard tier; cache writes are free, not reported).
+# DeepSeek: https://api-docs.deepseek.com/quick_start/pricing (V3.2, since 2025-09-29; cached =
+# cache hit). Anthropic: https://platform.claude.com/docs/en/about-claude/pricing (cache_write =
+# the 5-minute writes agi asks for). Google: https://ai.google.dev/gemini-api/docs/pricing
+# (prompts up to 200k tokens; cache storage is billed per hour and not counted here).
+# The figures those pages gave in late 2025; prices change: `[prices."MODEL"]` overrides them.
+BUILTIN: dict[str, Price] = {
+    "gpt-4o": Price(2.50, 10.00, 1.25),
+    "gpt-4o-mini": Price(0.15, 0.60, 0.075),
+    "gpt-4.1": Price(2.00, 8.00, 0.50),
+    "gpt-4.1-mini": Price(0.40, 1.60, 0.10),
+    "gpt-4.1-nano": Price(0.10, 0.40, 0.025),
+    "o3": Price(2.00, 8.00, 0.50),
+    "o3-mini": Price(1.10, 4.40, 0.55),
+    "o4-mini": Price(1.10, 4.40, 0.275),
+    "gpt-5": Price(1.25, 10.00, 0.125),
+    "gpt-5-mini": Price(0.25, 2.00, 0.025),
+    "gpt-5-nano": Price(0.05, 0.40, 0.005),
+    "gpt-5.1": Price(1.25, 10.00, 0.125),
+    "deepseek-chat": Price(0.28, 0.42, 0.028),
+    "deepseek-reasoner": Price(0.28, 0.42, 0.028),
+    "claude-opus-4-6": Price(5.00, 25.00, 0.50, 6.25),
+    "claude-opus-4-5": Price(5.00, 25.00, 0.50, 6.25),
+    "claude-opus-4-1": Price(15.00, 75.00, 1.50, 18.75),
+    "claude-opus-4": Price(15.00, 75.00, 1.50, 18.75),
+    "claude-sonnet-4-6": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-sonnet-4-5": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-sonnet-4": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-3-7-sonnet": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-3-5-sonnet": Price(3.00, 15.00, 0.30, 3.75),
+    "claude-haiku-4-5": Price(1.00, 5.00, 0.10, 1.25),
+    "claude-3-5-haiku": Price(0.80, 4.00, 0.08, 1.00),
+    "gemini-2.5-pro": Price(1.25, 10.00, 0.125),
+    "gemini-2.5-flash": Price(0.30, 2.50, 0.03),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.01),
+    "gemini-2.0-flash": Price(0.10, 0.40, 0.025),
+    "gemini-2.0-flash-lite": Price(0.075, 0.30),
+}
+
+# dated snapshots and aliases cost what their model costs: gpt-4o-2024-08-06,
+# claude-sonnet-4-5-20250929, claude-3-7-sonnet-latest, claude-opus-4-0
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest|0)$")
+
+
+def builtin_price(name: str) -> Price | None:
+    """The built-in price of a model name, also when dated (`-20250929`) or vendor-prefixed
+    (`openai/gpt-4o`, `models/gemini-2.5-flash`)."""
+    name = name.lower()
+    for candidate in (name, name.rpartition("/")[2]):
+        for key in (candidate, _SNAPSHOT.sub("", candidate)):
+            if key in BUILTIN:
+                return BUILTIN[key]
+    return None
+
+
+def find_price(label: str, model: str, prices: dict[str, Any] | None = None) -> Price | None:
+    """The price of `label` (`provider:model`) sending `model`: config first, then built-in."""
+    configured = prices or {}
+    for key in (label, model):
+        if isinstance(configured.get(key), dict):
+            return Price.from_table(configured[key])
+    return BUILTIN.get(label) or builtin_price(model)
+
+
+def money(usd: float) -> str:
+    """`$0.0123`, `$0.01`, `$1.50`; small sums keep six decimals (`$0.000072`)."""
+    text = f"{usd:.4f}" if usd >= 0.01 or usd == 0 else f"{usd:.6f}"
+    whole, _, fraction = text.partition(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
+
+
+def describe(usage: Usage) -> str:
+    """`1234 in (1000 cached), 56 out, $0.0123` (or `cost unknown`) for people."""
+    cache = [f"{usage.cached} cached"] if usage.cached else []
+    cache += [f"{usage.cache_write} written to cache"] if usage.cache_write else []
+    tokens = f"{usage.input} in" + (f" ({', '.join(cache)})" if cache else "")
+    thinking = f" ({usage.reasoning} reasoning)" if usage.reasoning else ""
+    tokens += f", {usage.output} out{thinking}"
+    cost = 0.0 if usage.empty else usage.cost
+    return f"{tokens}, {'cost unknown' if cost is None else money(cost)}"
+
+
+def missing_price(label: str) -> str:
+    return (
+        f'--max-cost needs a price for {label}: add [prices."{label}"] with input and output '
+        "(USD per million tokens) to the config file"
+    )
+
+
+class Meter:
+    """Every model call of a run (its subagents and ghost exchanges too, from any thread):
+    usage and cost summed, and the --max-cost budget checked before each call."""
+
+    def __init__(self, prices: dict[str, Any] | None = None, max_cost: float | None = None):
+        self.prices = prices or {}
+        self.max_cost = max_cost
+        self._lock = threading.Lock()
+        self._calls: list[Usage] = []
+        self._total = Usage()
+        self._unknown: str | None = None  # why the run's cost is unknown, for --max-cost
+
+    def price(self, label: str, model: str) -> Price | None:
+        return find_price(label, model, self.prices)
+
+    def require(self, label: str, model: str) -> None:
+        """With --max-cost, a model whose cost cannot be known is a usage error (exit 2)."""
+        if self.max_cost is None or label.partition(":")[0] in REPORTS_COST:
+            return
+        if self.price(label, model) is None:
+            raise UsageError(missing_price(label))
+
+    def check(self, label: str, model: str) -> None:
+        """Before a model call: exit 4 once the run's cost has reached --max-cost."""
+        if self.max_cost is None:
+            return
+        self.require(label, model)
+        with self._lock:
+            unknown, spent = self._unknown, self._total.cost
+        if unknown is not None:
+            raise UsageError(unknown)
+        if spent is not None and spent >= self.max_cost:
+            raise CostLimit(money(spent), money(self.max_cost))
+
+    def record(self, label: str, model: str, usage: Usage | None) -> Usage:
+        """Add one call; fill in its cost from the price unless the provider reported one.
+        A call that reported no usage at all has an unknown cost."""
+        call = usage if usage is not None else Usage(calls=1)
+        if call.cost is None and usage is not None:
+            price = self.price(label, model)
+            if price is not None:
+                call.cost = price.cost(call)
+        with self._lock:
+            self._calls.append(call)
+            self._total.add(call)
+            if call.cost is None and self._unknown is None:
+                self._unknown = (
+                    missing_price(label)
+                    if usage is not None
+                    else f"--max-cost cannot be kept: {label} reported no usage for a call"
+                )
+        return call
+
+    @property
+    def total(self) -> Usage:
+        """The run's usage so far (a copy)."""
+        with self._lock:
+            return Usage() + self._total
+
+    def since(self, mark: int) -> tuple[Usage, int]:
+        """The calls recorded after `mark` (a count of calls), and the mark to use next time."""
+        with self._lock:
+            total = Usage()
+            for call in self._calls[mark:]:
+                total.add(call)
+            return total, len(self._calls)

@@ -1,0 +1,88 @@
+"""What a tool is: the Tool protocol, the context a call runs in, and the text it returns.
+
+Tool modules import this, not the `agi.tools` package, which imports them (builtin_tools).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agi.errors import ToolError
+
+if TYPE_CHECKING:
+    from agi.sandbox import Policy
+
+
+class ToolText(str):
+    """A tool's result text, with the structured form hooks get as `tool_response`."""
+
+    response: dict[str, Any] | None = None
+    error: bool = False  # a failure reported in the tool's own words (no `Error: ` prefix)
+
+    @classmethod
+    def with_response(cls, text: str, response: dict[str, Any]) -> ToolText:
+        out = cls(text)
+        out.response = response
+        return out
+
+    @classmethod
+    def failure(cls, text: str) -> ToolText:
+        out = cls(text)
+        out.error = True
+        return out
+
+
+def _no_sandbox() -> Policy:
+    from agi.sandbox import Policy
+
+    return Policy()
+
+
+@dataclass
+class ToolContext:
+    cwd: str = field(default_factory=os.getcwd)
+    deadline: float | None = None  # time.monotonic() value
+    sandbox: Policy = field(default_factory=_no_sandbox)  # what commands and writes may touch
+    # variables set on top of os.environ for every process a tool starts (hooks export them)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def environ(self) -> dict[str, str] | None:
+        """The whole environment for a process, or None when ours serves unchanged."""
+        return {**os.environ, **self.env} if self.env else None
+
+
+class Tool(Protocol):
+    """What the toolbox needs of a tool. A tool that starts processes also has `interrupt()`
+    (kill what runs now) and/or `close()` (end all it started); tools that share one such
+    resource (the MCP tools of a load) name it as `resource` instead, so it is closed once."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str: ...
+
+
+def spec(tool: Tool) -> dict[str, Any]:
+    """The OpenAI `tools` entry for a tool."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def require(input: dict[str, Any], key: str, kind: type = str) -> Any:
+    value = input.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ToolError(f"'{key}' is required and must be a {kind.__name__}")
+    return value

@@ -1,0 +1,151 @@
+"""The house style that a parser can check: no import circles in agi/ (imports inside functions
+count too), no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "agi"
+MAX_MODULE_LINES = 450
+MAX_FUNCTION_LINES = 60
+
+
+def module_name(path: Path) -> str:
+    """agi/tools/shell.py -> agi.tools.shell; a package's __init__.py is the package itself."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+SOURCES = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items()}
+TREES = {name: ast.parse(source, str(MODULES[name])) for name, source in SOURCES.items()}
+
+
+def where(name: str) -> str:
+    return str(MODULES[name].relative_to(ROOT))
+
+
+def imported(module: str, tree: ast.Module) -> set[str]:
+    """The agi modules `module` imports anywhere in its body (module level or in functions).
+
+    `import agi.x.y` and `from agi.x.y import name` count as agi.x.y; `from agi.x import y`
+    counts as agi.x.y when that is a module, else as agi.x; relative imports are resolved.
+    Importing a submodule runs its packages' __init__ too, but that is not counted: a package
+    may import its submodules without making a circle with each of them.
+    """
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in MODULES else base)
+    return {name for name in found if name in MODULES and name != module}
+
+
+GRAPH = {name: imported(name, tree) for name, tree in TREES.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle (a path a -> ... -> a) for each group of modules that import each other."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [circle(graph, group) for group in sorted(groups, key=min)]
+
+
+def circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest path from the group's first module back to itself, inside the group."""
+    start = min(group)
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v] & group):
+            if w == start:
+                return [*paths[v], start]
+            if w not in paths:
+                paths[w] = [*paths[v], w]
+                queue.append(w)
+    raise AssertionError(f"no circle through {start}")  # cannot happen in a strong component
+
+
+def long_functions() -> list[str]:
+    """`path:line name: N` for every function (methods and nested ones too) over the limit."""
+    found = []
+    for name, tree in TREES.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{where(name)}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_the_import_graph_sees_function_level_and_package_imports():
+    assert "agi.errors" in GRAPH["agi.cli"]
+    assert {"agi.tools.shell", "agi.tools.terminal"} <= GRAPH["agi.tools"]  # in builtin_tools()
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_no_import_circles():
+    found = cycles(GRAPH)
+    tangled = {m for c in found for m in c}
+    assert not found, (
+        "import circles (one per tangle):\n"
+        + "\n".join(" -> ".join(c) for c in found)
+        + f"\nevery module on a circle: {', '.join(sorted(tangled))}"
+    )
+
+
+def test_no_module_is_too_long():
+    lengths = {name: len(source.splitlines()) for name, source in SOURCES.items()}
+    over = [f"{where(n)}: {k} lines" for n, k in lengths.items() if k > MAX_MODULE_LINES]
+    assert not over, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(over)
+
+
+def test_no_function_is_too_long():
+    over = long_functions()
+    assert not over, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(over)
+
+
+@pytest.mark.parametrize("name", ["agi", "agi.tools", "agi.nvim"])
+def test_packages_are_modules_of_the_graph(name):
+    assert name in MODULES and MODULES[name].name == "__init__.py"
