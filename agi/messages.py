@@ -228,23 +228,32 @@ class UsageEvent:
     type: str = "usage"
 
 
-def watch(events: Generator[Any, None, Any], see: Callable[[Any], None]) -> Generator[Any, None, Any]:
+class Returning:
+    """A generator to iterate with a `for` loop (which may break) keeping what it returns."""
+
+    def __init__(self, events: Generator[Any, None, Any]):
+        self.events, self.value = events, None
+
+    def __iter__(self) -> Generator[Any, None, Any]:
+        self.value = yield from self.events
+        return self.value
+
+
+def watch(
+    events: Generator[Any, None, Any], see: Callable[[Any], None]
+) -> Generator[Any, None, Any]:
     """Re-yield a generator's events, each shown to `see` first; return the generator's value."""
-    while True:
-        try:
-            event = next(events)
-        except StopIteration as done:
-            return done.value
+    run = Returning(events)
+    for event in run:
         see(event)
         yield event
+    return run.value
 
 
 def drain(events: Generator[Any, None, Any], handle: Callable[[Any], None] | None = None) -> Any:
     """Run an event generator to its return value, handing each event to `handle`."""
-    try:
-        while True:
-            event = next(events)
-            if handle is not None:
-                handle(event)
-    except StopIteration as done:
-        return done.value
+    run = Returning(events)
+    for event in run:
+        if handle is not None:
+            handle(event)
+    return run.value

@@ -17,7 +17,7 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, ToolCall
+from agi.messages import Notice, ReasoningDelta, Reply, Returning, TextDelta, ToolCall
 from agi.react_prompt import (
     ToolLike,
     input_schema,
@@ -358,20 +358,18 @@ class ReactTransport:
             stop = [stop] if isinstance(stop, str) else list(stop)
             extra["stop"] = stop if STOP in stop else [*stop, STOP]
         inner = self.transport.stream(react_messages(messages, tools), [], mark, **extra)
-        turn, inner_reply = TurnStream(), None
+        turn, run = TurnStream(), Returning(inner)
         try:
-            while not turn.cut:
-                try:
-                    event = next(inner)
-                except StopIteration as done:
-                    inner_reply = done.value
-                    break
+            for event in run:
                 if isinstance(event, TextDelta):
                     yield from turn.feed(event.text)
                 else:
                     yield event  # native reasoning (reasoning_content, <think>) passes through
+                if turn.cut:
+                    break
         finally:
             inner.close()  # at a cut: GeneratorExit closes the HTTP response in Transport._once
+        inner_reply = None if turn.cut else run.value
         yield from turn.finish()
         if turn.cut:
             trace = getattr(self.transport, "trace", None)

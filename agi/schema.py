@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agi.errors import ProviderError, SchemaFailed
-from agi.messages import ReasoningDelta, Reply, UsageEvent, user
+from agi.messages import ReasoningDelta, Reply, Returning, UsageEvent, user
 from agi.prompts import harness_text
 from agi.schema_dsl import MAX_DEPTH, NAME, Parser, SchemaError, error_at
 
@@ -297,17 +297,14 @@ def _rejects_response_format(error: ProviderError) -> bool:
 
 def _ask(transport: Any, messages: list[Any], extra: dict[str, Any]) -> Generator[Any, None, Reply]:
     """One ghost request: pass reasoning on, keep the JSON text to ourselves, report usage."""
-    stream = transport.stream(messages, [], mark={"ghost": True}, **extra)
-    while True:
-        try:
-            event = next(stream)
-        except StopIteration as done:
-            reply: Reply = done.value
-            if reply.usage:
-                yield UsageEvent(reply.usage)
-            return reply
+    stream = Returning(transport.stream(messages, [], mark={"ghost": True}, **extra))
+    for event in stream:
         if isinstance(event, ReasoningDelta):
             yield event
+    reply: Reply = stream.value
+    if reply.usage:
+        yield UsageEvent(reply.usage)
+    return reply
 
 
 def ghost_json(

@@ -31,7 +31,17 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fakeserver import call, text  # noqa: E402
 
 ANSWER = "The answer is 42."
-CASES = ("startup", "oneshot", "tools", "session", "concurrent", "nvim", "mcp", "anthropic")
+CASES = (
+    "startup",
+    "oneshot",
+    "tools",
+    "session",
+    "concurrent",
+    "nvim",
+    "mcp",
+    "anthropic",
+    "compaction",
+)
 # llm's side of the trivial tool; agi's is its built-in `calculate`
 LLM_FUNCTION = (
     "def calculate(expression: str) -> str:\n"
@@ -373,5 +383,12 @@ def case_mcp(b: Bench) -> None:
 def case_anthropic(b: Bench) -> None:
     """The Messages API transport against the OpenAI one: bench/anthropic_case.py."""
     from anthropic_case import run_case
+
+    run_case(b)
+
+
+def case_compaction(b: Bench) -> None:
+    """Long sessions: bench/compaction_case.py."""
+    from compaction_case import run_case
 
     run_case(b)
