@@ -29,6 +29,8 @@ REPEAT_LIMIT = 3  # the third identical call in a row gets a note
 class ChatStream(Protocol):
     """What the loop needs of a model: Transport, or ReactTransport around one."""
 
+    def close(self) -> None: ...
+
     def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> Generator[Any, None, Reply]: ...

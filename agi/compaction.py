@@ -18,6 +18,21 @@ if TYPE_CHECKING:
 LISTING_FLOOR = 2048  # tokens: below this no model's window is at risk, so no server is asked
 
 
+TRUNCATION_FLOOR = 2048  # tokens: below this no server's context cuts a prompt
+TRUNCATED = 0.6  # a prompt count under this share of the (calibrated) estimate: a cut prompt
+
+
+def truncation_warning(counted: int, expected: int) -> str:
+    """What to say when a server read far fewer prompt tokens than were sent (Ollama's
+    OpenAI-compatible endpoint drops the oldest messages beyond its num_ctx, silently)."""
+    return (
+        f"the server counted {counted} prompt tokens for a request of about {expected}: it "
+        "probably cut the conversation to fit its context; give it a longer context (Ollama: "
+        "OLLAMA_CONTEXT_LENGTH, or -m ollama:MODEL, which sizes num_ctx to each request) or set "
+        "context_window in the config so that agi compacts in time"
+    )
+
+
 def too_long(error: ProviderError) -> bool:
     """Whether the provider refused the request for its length."""
     from agi.context import is_too_long
@@ -48,6 +63,7 @@ class Compactor:
         self.asked = self.known is not None  # the server's listing: asked at most once a run
         self.meter = Estimator()
         self.deferred: list[str] | None = None  # warnings held while a refused request is resent
+        self.truncation_told = False  # the warning that the server cut the prompt, given once
 
     def window(self, tokens: int) -> int | None:
         """The model's window; an unknown one is looked up (cached) once the size matters."""
@@ -67,7 +83,9 @@ class Compactor:
             )
         return self.known
 
-    def before(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Generator:
+    def before(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> Generator[Notice, None, bool]:
         """Compact first when this request would pass the threshold of the window."""
         if not self.auto:
             return False
@@ -79,11 +97,19 @@ class Compactor:
         return True
 
     def observe(self, prompt_tokens: int) -> None:
-        """Calibrate the estimate with the provider's count for the request last estimated."""
-        if prompt_tokens:
-            self.meter.observe(prompt_tokens)
+        """Calibrate the estimate with the provider's count for the request last estimated;
+        a count far below it means the server cut the prompt: say so, once."""
+        if not prompt_tokens:
+            return
+        expected = self.meter.calibrator.apply(self.meter.last)
+        if expected > TRUNCATION_FLOOR and prompt_tokens < TRUNCATED * expected:
+            if not self.truncation_told:
+                self.truncation_told = True
+                self.warn(truncation_warning(prompt_tokens, expected))
+            return  # no calibration: the server did not read the whole request
+        self.meter.observe(prompt_tokens)
 
-    def refused(self, error: ProviderError) -> Generator:
+    def refused(self, error: ProviderError) -> Generator[Notice, None, None]:
         """A request refused for its length: compact, so that it can be sent once more."""
         if not too_long(error):
             raise error

@@ -56,11 +56,17 @@ def history(path: Path, size: int, planted: bool = False) -> None:
     total, turn = sum(map(len, lines)), 0
     while total < size:
         turn += 1
-        out = "\n".join(f"{turn}:{i} INFO worker-{i % 7} processed batch {i * 13}" for i in range(180))
+        out = "\n".join(
+            f"{turn}:{i} INFO worker-{i % 7} processed batch {i * 13}" for i in range(180)
+        )
         fn = {"name": "Bash", "arguments": json.dumps({"command": f"grep ERROR run-{turn}.log"})}
         for m in (
             {"role": "user", "content": f"Step {turn}: check run {turn} for errors."},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": f"c{turn}", "type": "function", "function": fn}]},  # noqa: E501
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"c{turn}", "type": "function", "function": fn}],
+            },
             {"role": "tool", "tool_call_id": f"c{turn}", "content": out},
             {"role": "assistant", "content": f"Run {turn} has no errors."},
         ):
@@ -102,11 +108,21 @@ def per_step(b: Any) -> None:
         for kind in ("wall", "cpu"):
             full, base = got[f"{mode}, {large} steps"], got[f"{mode}, 0 steps"]
             steps[f"{mode} {kind}"] = (full[f"{kind}_ms"] - base[f"{kind}_ms"]) / large
-        b.report.row("compaction", f"agi {large} steps, compact {mode}", got[f"{mode}, {large} steps"],
-                     per_step_ms=round(steps[f"{mode} wall"], 3),
-                     per_step_cpu_ms=round(steps[f"{mode} cpu"], 3))
+        b.report.row(
+            "compaction",
+            f"agi {large} steps, compact {mode}",
+            got[f"{mode}, {large} steps"],
+            per_step_ms=round(steps[f"{mode} wall"], 3),
+            per_step_cpu_ms=round(steps[f"{mode} cpu"], 3),
+        )
     also = f"CPU: {ratio(steps['auto cpu'], steps['off cpu'])}x"
-    b.report.target(f"per tool step ({large}): estimate on / off", ratio(steps["auto wall"], steps["off wall"]), 1.05, "x", also)  # noqa: E501
+    b.report.target(
+        f"per tool step ({large}): estimate on / off",
+        ratio(steps["auto wall"], steps["off wall"]),
+        1.05,
+        "x",
+        also,
+    )
     b.report.raw.setdefault("compaction", {})["per_step"] = {"runs": got, "per_step_ms": steps}
 
 
@@ -164,7 +180,10 @@ def shown(b: Any, size: int) -> None:
     b.report.target("user messages not shown in full to the summarizer", len(missing), 0)
     b.report.target("compaction prompt, characters", prompt, 1500)
     b.report.raw.setdefault("compaction", {})["shown"] = {
-        "requests": len(summaries), "users": len(users), "missing": missing, "prompt_chars": prompt
+        "requests": len(summaries),
+        "users": len(users),
+        "missing": missing,
+        "prompt_chars": prompt,
     }
     local_model(b, size)
 

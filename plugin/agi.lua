@@ -20,9 +20,27 @@ command('AgiImplement', function(o) require('agi').implement(o.args, range(o)) e
   desc = 'agi: implement the function described by the comment or signature',
 })
 command('AgiCancel', function() require('agi').cancel() end, { desc = "agi: cancel this buffer's requests" })
-command('AgiAccept', function() require('agi').accept() end, { desc = 'agi: apply the previewed change' })
-command('AgiReject', function() require('agi').reject() end, { desc = 'agi: drop the previewed change' })
+command('AgiAccept', function(o) require('agi').accept(nil, o.bang) end, {
+  bang = true,
+  desc = 'agi: take the change (or hunk) at the cursor; with !: every hunk left',
+})
+command('AgiReject', function(o) require('agi').reject(nil, o.bang) end, {
+  bang = true,
+  desc = 'agi: drop the change (or hunk) at the cursor; with !: every hunk left',
+})
 command('AgiLog', function() require('agi').log() end, { desc = 'agi: open the log of the last request' })
+command('AgiSuggest', function() require('agi.suggest').trigger() end, {
+  desc = 'agi: an inline suggestion at the cursor now (in Normal mode: for the line below)',
+})
+command('AgiRefine', function(o) require('agi').refine(o.args) end, {
+  nargs = '+',
+  desc = "agi: ask again for this buffer's last request, continuing its conversation",
+})
+command('AgiModel', function(o) require('agi').model(o.args) end, {
+  nargs = '?',
+  complete = function(lead) return require('agi')._complete_model(lead) end,
+  desc = 'agi: show or set the model of later requests',
+})
 
 -- Start the Python host once the editor is up, so that no command waits for it.
 local warmup = function() vim.defer_fn(require('agi')._warmup, 50) end

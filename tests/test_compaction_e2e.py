@@ -48,7 +48,9 @@ def fill(session: Path, agi: Any, target: int) -> None:
     calls with long outputs, answers (the planted facts come first)."""
     with FakeModel(text("Noted.")) as server:
         r = agi(
-            "-s", str(session), "Use tabs, never spaces. The config lives in conf/app.toml.",
+            "-s",
+            str(session),
+            "Use tabs, never spaces. The config lives in conf/app.toml.",
             server=server,
         )
     assert r.returncode == 0, r.stderr
@@ -57,7 +59,9 @@ def fill(session: Path, agi: Any, target: int) -> None:
     size = (session / "messages.jsonl").stat().st_size
     while size < target:
         turn += 1
-        log = "\n".join(f"{turn}:{i} INFO worker-{i % 7} processed batch {i * 13}" for i in range(180))
+        log = "\n".join(
+            f"{turn}:{i} INFO worker-{i % 7} processed batch {i * 13}" for i in range(180)
+        )
         call_id = f"call_{turn}"
         args = json.dumps({"command": f"grep -n ERROR logs/run-{turn}.log"})
         fn = {"name": "Bash", "arguments": args}
@@ -212,7 +216,10 @@ def test_precompact_and_session_start_compact_hooks(agi, tmp_path, config):
             "PreCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": record}]}],
             "SessionStart": [
                 {"matcher": "compact", "hooks": [{"type": "command", "command": record}]},
-                {"matcher": "compact", "hooks": [{"type": "command", "command": f"echo '{context}'"}]},
+                {
+                    "matcher": "compact",
+                    "hooks": [{"type": "command", "command": f"echo '{context}'"}],
+                },
             ],
         }
     }
@@ -221,7 +228,14 @@ def test_precompact_and_session_start_compact_hooks(agi, tmp_path, config):
     session = tmp_path / "s"
     fill(session, agi, 150_000)
     with FakeModel(responder()) as server:
-        r = agi("--hooks", str(tmp_path / "hooks" / "settings.json"), "-s", str(session), "go", server=server)
+        r = agi(
+            "--hooks",
+            str(tmp_path / "hooks" / "settings.json"),
+            "-s",
+            str(session),
+            "go",
+            server=server,
+        )
     assert r.returncode == 0, r.stderr
     events = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
     assert [e["hook_event_name"] for e in events] == ["PreCompact", "SessionStart"]
@@ -268,8 +282,12 @@ def test_sigkill_during_a_compaction_leaves_a_session_that_continues(
     marker = tmp_path / "marker"
     pidfile = tmp_path / "hook.pid"
     wait = f"echo $$ > {pidfile}; touch {marker}; exec sleep 30"
-    event, matcher = ("PreCompact", "auto") if point == "pre_compact" else ("SessionStart", "compact")
-    hooks = {"hooks": {event: [{"matcher": matcher, "hooks": [{"type": "command", "command": wait}]}]}}
+    event, matcher = (
+        ("PreCompact", "auto") if point == "pre_compact" else ("SessionStart", "compact")
+    )
+    hooks = {
+        "hooks": {event: [{"matcher": matcher, "hooks": [{"type": "command", "command": wait}]}]}
+    }
     (tmp_path / "hooks").mkdir()
     (tmp_path / "hooks" / "settings.json").write_text(json.dumps(hooks))
 

@@ -135,6 +135,7 @@ def run_request(job: Job) -> list[str]:
 
 def _run(job: Job, session: Session) -> list[str]:
     from agi.assemble import Context, assemble, deadline_for
+    from agi.cost import Meter
     from agi.settings import Settings
 
     request = job.request
@@ -143,13 +144,15 @@ def _run(job: Job, session: Session) -> list[str]:
         session.secrets = [s for s in [settings.model.api_key] if len(s) >= 4]
     for warning in settings.warnings:
         job.notice(warning)
+    job.meter = Meter(settings.prices, settings.max_cost)  # subagents included
+    job.meter.require(settings.model.label, settings.model.model)
     ctx = Context(
         cwd=request.get("cwd") or os.getcwd(),
         deadline=deadline_for(settings),
         warn=job.notice,
-        on_transport=lambda transport: _attach(job, transport),
+        on_transport=job.attach,
+        meter=job.meter,
     )
-    job.meter = _meter(ctx, settings)
     agent = assemble(settings, session, ctx)
     try:
         keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
@@ -165,24 +168,6 @@ def _run(job: Job, session: Session) -> list[str]:
     lines = result_lines(request, reply.text)
     session.trace({"type": "nvim_result", "lines": lines})
     return lines
-
-
-def _meter(ctx: Any, settings: Any) -> Any:
-    """The request's usage and cost meter: the context's when it has one, else a new one
-    (_attach gives it to every transport, subagents' included)."""
-    meter = getattr(ctx, "meter", None)
-    if meter is None:
-        from agi.cost import Meter
-
-        meter = Meter(settings.prices, settings.max_cost)
-        meter.require(settings.model.label, settings.model.model)
-    return meter
-
-
-def _attach(job: Job, transport: Any) -> None:
-    if getattr(transport, "meter", None) is None:
-        transport.meter = job.meter
-    job.attach(transport)
 
 
 def run_record(

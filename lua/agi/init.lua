@@ -2,11 +2,14 @@
 ---
 --- The commands snapshot the range (its lines, `b:changedtick` and an extmark that follows it
 --- as lines move) and hand the request to agi's Python remote plugin, which runs it on a worker
---- thread and reports back through `nvim.async_call`. The result is applied here, with one
---- |nvim_buf_set_lines()| (one undo step), only if the range still holds the snapshot's text.
---- `User AgiDone` fires exactly once per request. See |agi.txt|.
+--- thread and reports back through `nvim.async_call`: batched progress (the streamed proposal,
+--- shown by lua/agi/preview.lua), then the result. The result is applied here, with one
+--- |nvim_buf_set_lines()| (one undo step), only if the range still holds the snapshot's text;
+--- or shown whole, or as hunks (lua/agi/review.lua). `User AgiDone` fires exactly once per
+--- request. See |agi.txt|.
 
 local M, H = {}, {}
+local Request, Range = require('agi.request'), require('agi.range')
 
 --- Module config. Anything left out comes from agi's own configuration (AGI_MODEL,
 --- AGI_BASE_URL, config.toml), as for the command line.
@@ -21,19 +24,29 @@ M.config = {
   tools = false,
   -- true: the text ReAct protocol instead of native tool calls, as agi's --react
   react = false,
-  -- "direct": apply the result at once; "preview": show it, then :AgiAccept / :AgiReject
+  -- "direct": apply the result at once; "preview": show it, then :AgiAccept / :AgiReject;
+  -- "review": show it as hunks, each taken or dropped with :AgiAccept / :AgiReject
   apply = 'direct',
+  -- show the proposal as dimmed virtual lines below the range while the model writes it
+  stream = true,
   -- lines of context sent before and after the range
   context = 40,
   -- a spinner with the elapsed time at the range while the model works
   spinner = true,
   -- start the Python host shortly after startup, so no command waits for it
   warmup = true,
+  -- buffer-local keys while a review (apply = "review") is shown; '' leaves one unmapped
+  mappings = { next_hunk = ']h', prev_hunk = '[h' },
+  -- inline suggestions as you type, off by default: see |agi-suggest| for the other fields
+  suggest = { enabled = false, debounce_ms = 250 },
 }
 
 --- Validate {config}, merge it into the defaults, and apply it. Optional.
 ---@param config table|nil
-M.setup = function(config) M.config = H.setup_config(config) end
+M.setup = function(config)
+  M.config = H.setup_config(config)
+  require('agi.suggest').setup(M.config.suggest)
+end
 
 --- Rewrite lines {range} (default: the current line) of the current buffer as instructed.
 ---@param instruction string
@@ -47,7 +60,7 @@ M.refactor = function(instruction, range)
   end
   local row = vim.api.nvim_win_get_cursor(0)[1]
   range = range or { row, row }
-  return H.start('refactor', vim.api.nvim_get_current_buf(), range[1], range[2], instruction)
+  return Request.start('refactor', vim.api.nvim_get_current_buf(), range[1], range[2], instruction)
 end
 
 --- Implement the function described by the comment or signature in {range}. Without a range:
@@ -59,12 +72,47 @@ end
 M.implement = function(instruction, range)
   if H.is_disabled() then return H.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
   local buf = vim.api.nvim_get_current_buf()
-  range = range or H.implement_range(buf, vim.api.nvim_win_get_cursor(0)[1])
+  range = range or Range.implement(buf, vim.api.nvim_win_get_cursor(0)[1])
   local lines = vim.api.nvim_buf_get_lines(buf, math.min(range[1], range[2]) - 1, math.max(range[1], range[2]), false)
   if vim.trim(table.concat(lines, '')) == '' then
     return H.notify(':AgiImplement needs a comment or a signature to implement, at the cursor or in the range', 'ERROR')
   end
-  return H.start('implement', buf, range[1], range[2], vim.trim(instruction or ''))
+  return Request.start('implement', buf, range[1], range[2], vim.trim(instruction or ''))
+end
+
+--- Ask again for the last request of buffer {buf} (default: current), continuing its session
+--- with {instruction}. The new proposal replaces the one shown; after an apply it changes the
+--- applied lines, and is applied the same way.
+---@param instruction string
+---@param buf integer|nil
+---@return integer|nil The request id
+M.refine = function(instruction, buf)
+  if H.is_disabled() then return H.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
+  buf = H.buf(buf)
+  instruction = vim.trim(instruction or '')
+  if instruction == '' then return H.notify(':AgiRefine needs an instruction, e.g. :AgiRefine shorter', 'ERROR') end
+  local id, why = Request.refine(buf, instruction)
+  if id == nil then H.notify(why, 'WARN') end
+  return id
+end
+
+--- Show the model of later requests, or set it to {name} (`provider:model`) for this Neovim.
+---@param name string|nil
+---@return string|nil The model, nil when agi's configuration decides and is not known yet
+M.model = function(name)
+  name = vim.trim(name or '')
+  H.ask_models()
+  if name == '' then
+    local shown = M.config.model and (M.config.model .. ' (set in this Neovim)')
+      or H.configured and (H.configured .. " (agi's configuration)")
+      or "agi's configuration decides (AGI_MODEL or config.toml)"
+    H.notify('model: ' .. shown, 'INFO')
+    return M.config.model or H.configured
+  end
+  if name:find('%s') then return H.notify('a model name has no spaces: ' .. vim.inspect(name), 'ERROR') end
+  M.config.model = name
+  H.notify('model for the next requests: ' .. name, 'INFO')
+  return name
 end
 
 --- Cancel the running requests of buffer {buf} (default: current): the model connection is
@@ -72,72 +120,64 @@ end
 ---@param buf integer|nil
 ---@return integer The number of requests cancelled
 M.cancel = function(buf)
-  buf = H.buf(buf)
-  local ids = {}
-  for id, req in pairs(H.requests) do
-    if req.buf == buf then table.insert(ids, id) end
-  end
-  if #ids == 0 then
-    H.notify('no request is running in this buffer', 'INFO')
-    return 0
-  end
-  pcall(vim.fn.AgiHostCancel, ids)
-  for _, id in ipairs(ids) do
-    H.finish(H.requests[id], 'cancelled', 'cancelled')
-  end
-  return #ids
+  local count = Request.cancel(H.buf(buf))
+  if count == 0 then H.notify('no request is running in this buffer', 'INFO') end
+  return count
 end
 
---- Apply the previewed change of buffer {buf} at the cursor (or its latest one).
+--- Take the change of buffer {buf} at the cursor: while reviewing, the hunk under the cursor
+--- (with {all}: every hunk left, as one undo step); else the preview at the cursor (or the
+--- latest one).
 ---@param buf integer|nil
-M.accept = function(buf)
-  local req = H.pick_preview(H.buf(buf))
-  if req == nil then return H.notify('no change to accept in this buffer', 'WARN') end
-  H.drop_preview(req)
-  local applied, why = H.apply(req, req.result)
-  if not applied then H.notify(why, 'WARN') end
-end
+---@param all boolean|nil
+M.accept = function(buf, all) Request.decide(H.buf(buf), true, all) end
 
---- Drop the previewed change of buffer {buf} at the cursor (or its latest one).
+--- Drop the change of buffer {buf} at the cursor, as |agi.accept()| takes it.
 ---@param buf integer|nil
-M.reject = function(buf)
-  local req = H.pick_preview(H.buf(buf))
-  if req == nil then return H.notify('no change to reject in this buffer', 'WARN') end
-  H.drop_preview(req)
-  H.forget(req)
-end
+---@param all boolean|nil
+M.reject = function(buf, all) Request.decide(H.buf(buf), false, all) end
 
---- Open the log (the session trace) of the last request in a split.
+--- Open the log (the session trace) of the last request in a split; its winbar tells how the
+--- request ended and what it used.
 M.log = function()
-  local last
-  for id, path in pairs(H.logs) do
-    if last == nil or id > last then last = id end
-  end
-  if last == nil then return H.notify('no request has been logged yet', 'WARN') end
-  vim.cmd('split ' .. vim.fn.fnameescape(H.logs[last]))
+  local entry = Request.latest_log()
+  if entry == nil then return H.notify('no request has been logged yet', 'WARN') end
+  vim.cmd('split ' .. vim.fn.fnameescape(entry.path))
   vim.bo.readonly, vim.bo.bufhidden = true, 'wipe'
+  local summary = entry.summary or 'agi: the request is running'
+  vim.wo.winbar = '%#AgiHint#' .. summary:gsub('%%', '%%%%')
 end
 
---- What `g:agi_status` holds, for statuslines: a spinner and the elapsed time, or ''.
+--- What `g:agi_status` holds, for statuslines: a spinner and the elapsed time while requests
+--- run; after one, its tokens and cost; '' before any.
 ---@return string
 M.status = function() return vim.g.agi_status or '' end
 
 -- Called from the Python host (agi.nvim.plugin) through nvim_exec_lua.
-M._event = function(id, event)
-  if event.type == 'started' then H.logs[id] = event.log end
-  local req = H.requests[id]
-  if req == nil then return end
-  if event.type == 'progress' then
-    req.phase, req.chars = event.phase, event.chars
-  elseif event.type == 'notice' then
-    H.notify(event.message, 'WARN')
-  elseif event.type == 'done' then
-    H.on_result(req, event.lines)
-  elseif event.type == 'cancelled' then
-    H.finish(req, 'cancelled', 'cancelled')
-  elseif event.type == 'error' then
-    H.finish(req, 'error', event.message, 'ERROR')
+M._event = function(id, event) Request.event(id, event) end
+
+-- Called from the Python host with the names :AgiModel completes (agi.nvim.plugin.model_names).
+M._models = function(found)
+  H.model_names = type(found.names) == 'table' and found.names or {}
+  H.configured = type(found.configured) == 'string' and found.configured or nil
+end
+
+-- :AgiModel's completion: the host's list (asked for again, for next time), filtered by {lead}.
+M._complete_model = function(lead)
+  H.ask_models()
+  local out, seen = {}, {}
+  local add = function(name)
+    if type(name) == 'string' and not seen[name] and vim.startswith(name, lead or '') then
+      seen[name] = true
+      table.insert(out, name)
+    end
   end
+  add(M.config.model)
+  add(H.configured)
+  for _, name in ipairs(H.model_names or {}) do
+    add(name)
+  end
+  return out
 end
 
 -- Called from plugin/agi.lua at startup.
@@ -155,32 +195,32 @@ M._warmup = function()
   if not M.config.warmup or vim.g.loaded_python3_provider == 0 or not H.registered() then return end
   if vim.fn['remote#host#IsRunning']('python3') == 1 then return end
   pcall(vim.fn['remote#host#Require'], 'python3')
+  H.ask_models()
 end
 
 M._registration = function() return H.registered(), H.registered_by end
 
--- A buffer that goes away takes its requests with it.
+-- A buffer that goes away takes its requests and reviews with it.
+H.group = vim.api.nvim_create_augroup('agi', {})
 vim.api.nvim_create_autocmd('BufUnload', {
-  group = vim.api.nvim_create_augroup('agi', {}),
-  callback = function(ev)
-    for _, req in pairs(H.requests) do
-      if req.buf == ev.buf then
-        pcall(vim.fn.AgiHostCancel, { req.id })
-        H.finish(req, 'cancelled', 'the buffer was unloaded')
-      end
-    end
-  end,
+  group = H.group,
+  callback = function(ev) Request.unload(ev.buf) end,
 })
+
+H.highlights = function()
+  local link = function(name, to) vim.api.nvim_set_hl(0, name, { link = to, default = true }) end
+  link('AgiStream', 'Comment') -- the proposal while it streams in
+  link('AgiTool', 'Special') -- a tool step while it streams in
+  link('AgiAdd', 'DiffAdd') -- proposed lines (preview, review)
+  link('AgiDelete', 'DiffDelete') -- lines a proposal replaces
+  link('AgiHint', 'Comment') -- how to take a change; the log's summary
+end
+H.highlights()
+vim.api.nvim_create_autocmd('ColorScheme', { group = H.group, callback = H.highlights })
 
 -- Helper data ================================================================
 H.default_config = vim.deepcopy(M.config)
-H.ns = vim.api.nvim_create_namespace('agi')
-H.ns_preview = vim.api.nvim_create_namespace('agi-preview')
-H.requests = {} -- running, by id
-H.previews = {} -- finished and waiting for :AgiAccept / :AgiReject, by id
-H.logs = {} -- trace file of each request, by id
-H.next_id = 0
-H.frames = { '⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏' }
+H.models_asked = 0
 H.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
 H.registered_by = 'the remote-plugin manifest'
 
@@ -195,13 +235,18 @@ H.setup_config = function(config)
   H.check('config.context', config.context, 'number')
   H.check('config.spinner', config.spinner, 'boolean')
   H.check('config.warmup', config.warmup, 'boolean')
+  config.suggest = require('agi.suggest')._validate(config.suggest)
   H.check('config.react', config.react, 'boolean')
   if type(config.tools) ~= 'boolean' and type(config.tools) ~= 'table' then
     H.error('`config.tools` should be a boolean or a list of tool names, not ' .. type(config.tools))
   end
-  if config.apply ~= 'direct' and config.apply ~= 'preview' then
-    H.error('`config.apply` should be "direct" or "preview", not ' .. vim.inspect(config.apply))
+  if config.apply ~= 'direct' and config.apply ~= 'preview' and config.apply ~= 'review' then
+    H.error('`config.apply` should be "direct", "preview" or "review", not ' .. vim.inspect(config.apply))
   end
+  H.check('config.stream', config.stream, 'boolean')
+  H.check('config.mappings', config.mappings, 'table')
+  H.check('config.mappings.next_hunk', config.mappings.next_hunk, 'string')
+  H.check('config.mappings.prev_hunk', config.mappings.prev_hunk, 'string')
   if config.context < 0 then H.error('`config.context` should be 0 or more, not ' .. config.context) end
   return config
 end
@@ -219,291 +264,14 @@ H.is_disabled = function() return vim.g.agi_disable == true or vim.b.agi_disable
 
 H.buf = function(buf) return (buf == nil or buf == 0) and vim.api.nvim_get_current_buf() or buf end
 
--- Requests -------------------------------------------------------------------
-H.start = function(kind, buf, first, last, instruction)
-  local count = vim.api.nvim_buf_line_count(buf)
-  first, last = math.max(1, math.min(first, last)), math.min(count, math.max(first, last))
-  local lines = vim.api.nvim_buf_get_lines(buf, first - 1, last, true)
-  local context = M.config.context
-  H.next_id = H.next_id + 1
-  local req = {
-    id = H.next_id,
-    kind = kind,
-    buf = buf,
-    lines = lines,
-    tick = vim.api.nvim_buf_get_changedtick(buf),
-    -- follows the range as lines move; inserting right above or below does not grow it
-    mark = vim.api.nvim_buf_set_extmark(buf, H.ns, first - 1, 0, {
-      end_row = last - 1,
-      end_col = #lines[#lines],
-      right_gravity = true,
-      end_right_gravity = false,
-    }),
-    started = vim.uv.hrtime(),
-    phase = 'starting',
-    chars = 0,
-  }
-  H.requests[req.id] = req
-  local name = vim.api.nvim_buf_get_name(buf)
-  local payload = {
-    id = req.id,
-    kind = kind,
-    instruction = instruction,
-    lines = lines,
-    first = first,
-    before = vim.api.nvim_buf_get_lines(buf, math.max(0, first - 1 - context), first - 1, true),
-    after = vim.api.nvim_buf_get_lines(buf, last, math.min(count, last + context), true),
-    filetype = vim.bo[buf].filetype,
-    filename = name == '' and '[No Name]' or vim.fn.fnamemodify(name, ':~:.'),
-    leaders = H.comment_leaders(buf),
-    indent = {
-      expandtab = vim.bo[buf].expandtab,
-      shiftwidth = vim.bo[buf].shiftwidth > 0 and vim.bo[buf].shiftwidth or vim.bo[buf].tabstop,
-      tabstop = vim.bo[buf].tabstop,
-    },
-    cwd = vim.fn.getcwd(),
-    options = {
-      model = M.config.model,
-      base_url = M.config.base_url,
-      sys = M.config.sys,
-      tools = M.config.tools,
-      react = M.config.react,
-    },
-  }
-  H.spin()
-  local ok, err = pcall(vim.fn.AgiHostRequest, payload)
-  if not ok then H.finish(req, 'error', H.host_failure(tostring(err)), 'ERROR') end
-  return req.id
-end
-
-H.host_failure = function(err)
-  if err:find('Failed to load python3 host') then
-    return 'the Python host failed to start; see :checkhealth agi and :messages'
-  elseif err:find('E117') then
-    return 'agi is not registered with the Python host: run :UpdateRemotePlugins and restart (:checkhealth agi)'
-  end
-  return 'cannot reach the Python host: ' .. err .. ' (see :checkhealth agi)'
-end
-
---- The range's current lines and rows (0-based, inclusive), wherever edits moved it.
-H.range = function(req)
-  if not vim.api.nvim_buf_is_valid(req.buf) then return nil end
-  local mark = vim.api.nvim_buf_get_extmark_by_id(req.buf, H.ns, req.mark, { details = true })
-  if mark[1] == nil then return nil end
-  local first, last = mark[1], mark[3].end_row or mark[1]
-  return vim.api.nvim_buf_get_lines(req.buf, first, last + 1, false), first, last
-end
-
-H.on_result = function(req, lines)
-  local current, first, last = H.range(req)
-  if current == nil then return H.finish(req, 'cancelled', 'the buffer is gone') end
-  if not vim.deep_equal(current, req.lines) then return H.finish(req, 'conflict', H.conflict(first, last), 'WARN') end
-  if M.config.apply == 'preview' then
-    req.result = lines
-    H.show_preview(req, first, last)
-    return H.finish(req, 'preview', 'preview shown: :AgiAccept applies it, :AgiReject drops it')
-  end
-  local applied, why = H.apply(req, lines)
-  if not applied then return H.finish(req, 'conflict', why, 'WARN') end
-  H.finish(req, 'done', string.format('replaced lines %d-%d', first + 1, last + 1))
-end
-
-H.conflict = function(first, last)
-  return string.format(
-    'not applied: lines %d-%d were edited while the model worked (its reply is in :AgiLog)',
-    first + 1,
-    last + 1
-  )
-end
-
---- Replace the range with {lines} in one undo step, if it still holds the snapshot.
-H.apply = function(req, lines)
-  local current, first, last = H.range(req)
-  if current == nil then return false, 'not applied: the buffer is gone' end
-  if not vim.deep_equal(current, req.lines) then return false, H.conflict(first, last) end
-  local ok, err = pcall(vim.api.nvim_buf_call, req.buf, function()
-    vim.go.undolevels = vim.go.undolevels -- an undo break: the change is its own undo step
-    vim.api.nvim_buf_set_lines(req.buf, first, last + 1, true, lines)
-  end)
-  H.forget(req)
-  if not ok then return false, 'not applied: ' .. tostring(err) end
-  return true
-end
-
---- End a request: AgiDone first, then (if any) the message to the user.
-H.finish = function(req, status, message, level)
-  if req == nil or H.requests[req.id] ~= req then return end
-  H.requests[req.id] = nil
-  if vim.api.nvim_buf_is_valid(req.buf) and req.spinner then
-    pcall(vim.api.nvim_buf_del_extmark, req.buf, H.ns, req.spinner)
-  end
-  if status == 'preview' then
-    H.previews[req.id] = req
-  elseif status ~= 'done' then
-    H.forget(req)
-  end
-  H.spin()
-  local data = { status = status, buf = req.buf, message = message, id = req.id, log = H.logs[req.id] }
-  vim.api.nvim_exec_autocmds('User', { pattern = 'AgiDone', modeline = false, data = data })
-  if level ~= nil then H.notify(message, level) end
-end
-
-H.forget = function(req)
-  H.previews[req.id] = nil
-  if vim.api.nvim_buf_is_valid(req.buf) then pcall(vim.api.nvim_buf_del_extmark, req.buf, H.ns, req.mark) end
-end
-
--- Preview --------------------------------------------------------------------
-H.show_preview = function(req, first, last)
-  local buf, marks = req.buf, {}
-  for row = first, last do
-    table.insert(marks, vim.api.nvim_buf_set_extmark(buf, H.ns_preview, row, 0, { line_hl_group = 'DiffDelete' }))
-  end
-  local tabstop, virt = vim.bo[buf].tabstop, {}
-  for _, line in ipairs(req.result) do
-    local shown = line:gsub('\t', string.rep(' ', tabstop))
-    table.insert(virt, { { shown, 'DiffAdd' } })
-  end
-  table.insert(virt, { { 'agi: :AgiAccept applies this change, :AgiReject drops it', 'Comment' } })
-  table.insert(marks, vim.api.nvim_buf_set_extmark(buf, H.ns_preview, last, 0, { virt_lines = virt }))
-  req.preview_marks = marks
-end
-
-H.drop_preview = function(req)
-  H.previews[req.id] = nil
-  if not vim.api.nvim_buf_is_valid(req.buf) then return end
-  for _, mark in ipairs(req.preview_marks or {}) do
-    pcall(vim.api.nvim_buf_del_extmark, req.buf, H.ns_preview, mark)
-  end
-end
-
---- The buffer's preview whose range holds the cursor, else its latest.
-H.pick_preview = function(buf)
-  local row, latest = vim.api.nvim_win_get_cursor(0)[1] - 1, nil
-  for _, req in pairs(H.previews) do
-    if req.buf == buf then
-      local _, first, last = H.range(req)
-      if first ~= nil and first <= row and row <= last then return req end
-      if latest == nil or req.id > latest.id then latest = req end
-    end
-  end
-  return latest
-end
-
--- Progress -------------------------------------------------------------------
-H.spin = function()
-  local running = next(H.requests) ~= nil
-  if running and H.timer == nil then
-    H.timer = vim.uv.new_timer()
-    H.timer:start(0, 100, vim.schedule_wrap(H.tick))
-  elseif not running and H.timer ~= nil then
-    H.timer:stop()
-    H.timer:close()
-    H.timer = nil
-    H.tick()
-  end
-end
-
-H.tick = function()
-  local frame = H.frames[math.floor(vim.uv.hrtime() / 1e8) % #H.frames + 1]
-  local count, oldest = 0, nil
-  for _, req in pairs(H.requests) do
-    count = count + 1
-    oldest = math.min(oldest or req.started, req.started)
-    if M.config.spinner then H.show_spinner(req, frame) end
-  end
-  local status = ''
-  if count > 0 then
-    status = string.format('%s agi %.1fs', frame, (vim.uv.hrtime() - oldest) / 1e9)
-    if count > 1 then status = status .. string.format(' (%d requests)', count) end
-  end
-  if vim.g.agi_status ~= status then
-    vim.g.agi_status = status
-    pcall(vim.cmd.redrawstatus)
-  end
-end
-
-H.show_spinner = function(req, frame)
-  local _, first = H.range(req)
-  if first == nil then return end
-  local text = string.format(' %s agi %s: %s %.1fs', frame, req.kind, req.phase, (vim.uv.hrtime() - req.started) / 1e9)
-  if req.chars > 0 then text = text .. string.format(' · %d chars', req.chars) end
-  req.spinner = vim.api.nvim_buf_set_extmark(req.buf, H.ns, first, 0, {
-    id = req.spinner,
-    virt_text = { { text, 'Comment' } },
-    virt_text_pos = 'eol',
-    hl_mode = 'combine',
-  })
-end
-
--- Implement ------------------------------------------------------------------
---- The comment leaders of the buffer's filetype, from 'commentstring' and 'comments' (leaving
---- out the "f" entries, which are list bullets like "-").
-H.comment_leaders = function(buf)
-  local leaders, seen = {}, {}
-  local add = function(leader)
-    leader = vim.trim(leader)
-    if leader ~= '' and not seen[leader] then
-      seen[leader] = true
-      table.insert(leaders, leader)
-    end
-  end
-  add((vim.bo[buf].commentstring or ''):match('^(.-)%%s') or '')
-  for _, part in ipairs(vim.split(vim.bo[buf].comments or '', ',', { plain = true })) do
-    local flags, leader = part:match('^([^:]*):(.*)$')
-    if flags ~= nil and not flags:find('f') then add(leader) end
-  end
-  return #leaders > 0 and leaders or { '#', '//', '--', ';' }
-end
-
---- Without a range, :AgiImplement takes the comment block at (or above) the cursor and the
---- signature and stub right below it.
-H.implement_range = function(buf, row)
-  local count = vim.api.nvim_buf_line_count(buf)
-  local lo, hi = math.max(1, row - 200), math.min(count, row + 200)
-  local text = vim.api.nvim_buf_get_lines(buf, lo - 1, hi, true)
-  local line = function(r) return text[r - lo + 1] or '' end
-  local leaders = H.comment_leaders(buf)
-  local is_comment = function(r)
-    local s = vim.trim(line(r))
-    for _, leader in ipairs(leaders) do
-      if s ~= '' and vim.startswith(s, leader) then return true end
-    end
-    return false
-  end
-  local first, last = row, row
-  while first > lo and is_comment(first - 1) do
-    first = first - 1
-  end
-  if is_comment(row) then
-    while last < hi and is_comment(last + 1) do
-      last = last + 1
-    end
-    if last < hi and vim.trim(line(last + 1)) ~= '' then last = H.stub_end(line, last + 1, hi) end
-  elseif vim.trim(line(row)) ~= '' then
-    last = H.stub_end(line, row, hi)
-  end
-  return { first, last }
-end
-
---- The last line of the signature at {sig} and its (stub) body: deeper-indented lines, and a
---- closing bracket or `end` at the signature's indentation.
-H.stub_end = function(line, sig, hi)
-  local indent = function(r) return #line(r):match('^%s*') end
-  local blank = function(r) return vim.trim(line(r)) == '' end
-  local base, last = indent(sig), sig
-  if last < hi and indent(last + 1) == base and line(last + 1):match('^%s*{') then last = last + 1 end
-  while last < hi and (blank(last + 1) or indent(last + 1) > base) do
-    last = last + 1
-  end
-  while last > sig and blank(last) do
-    last = last - 1
-  end
-  if last < hi and indent(last + 1) == base then
-    local s = vim.trim(line(last + 1))
-    if s:match('^[%]})]') or s:match('^end%f[%W]') then last = last + 1 end
-  end
-  return last
+-- Models -------------------------------------------------------------------
+-- :AgiModel's names come from the host, asked (at most once a second) when it is running.
+H.ask_models = function()
+  if vim.uv.now() - H.models_asked < 1000 and H.model_names ~= nil then return end
+  local ok, running = pcall(vim.fn['remote#host#IsRunning'], 'python3')
+  if not ok or running ~= 1 or not H.registered() then return end
+  H.models_asked = vim.uv.now()
+  pcall(vim.fn.AgiHostModels)
 end
 
 -- Remote plugin --------------------------------------------------------------
@@ -512,7 +280,8 @@ H.rplugin_path = function() return vim.fs.normalize(vim.fn.resolve(H.root .. '/r
 --- The functions of rplugin/python3/agi_nvim, as `:UpdateRemotePlugins` writes them.
 H.specs = function()
   local spec = function(name, sync) return { type = 'function', name = name, sync = sync, opts = vim.empty_dict() } end
-  return { spec('AgiHostCancel', false), spec('AgiHostInfo', true), spec('AgiHostRequest', false) }
+  return { spec('AgiHostCancel', false), spec('AgiHostInfo', true), spec('AgiHostModels', false),
+    spec('AgiHostRequest', false), spec('AgiHostSuggest', false), spec('AgiHostSuggestCancel', false) }
 end
 
 --- The registered path of agi's remote plugin, or nil.

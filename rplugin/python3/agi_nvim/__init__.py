@@ -53,6 +53,29 @@ class AgiNvim:
         if plugin is not None:
             plugin.cancel(args[0])
 
+    @pynvim.function("AgiHostModels")
+    def models(self, args):
+        plugin = self.load()
+        if plugin is not None:
+            plugin.models()
+
+    @pynvim.function("AgiHostSuggest")
+    def suggest(self, args):
+        plugin = self.load()
+        if plugin is None:
+            event = {"type": "error", "message": self.error}
+            self.nvim.exec_lua(
+                "require('agi.suggest')._event(...)", args[0]["id"], event, async_=True
+            )
+        else:
+            plugin.suggest(args[0])
+
+    @pynvim.function("AgiHostSuggestCancel")
+    def suggest_cancel(self, args):
+        plugin = self.load()
+        if plugin is not None:
+            plugin.suggest_cancel(*args[:2])
+
     @pynvim.function("AgiHostInfo", sync=True)
     def info(self, args):
         plugin = self.load()
