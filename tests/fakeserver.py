@@ -11,6 +11,8 @@ when the script runs out, the last step repeats. Steps:
     reset(raw_bytes) / reset(frames=[…])  write bytes (or a 200 and SSE frames), then send RST
     keepalive()                         a 200 event stream of `: keep-alive` comments, forever
     raw(b"...", content_type)           bytes as they are
+    completion("a + b") / infill(...)   fill-in-the-middle replies: /v1/completions, llama.cpp
+    fim("a + b")                        whichever of those (or text()) the request's body asks for
 """
 
 from __future__ import annotations
@@ -96,6 +98,12 @@ def call(name: str, **args: Any) -> Step:
 def status(code: int, body: Any = None, headers: dict[str, str] | None = None) -> Step:
     body = body if body is not None else {"error": {"message": f"fake error {code}"}}
     return {"kind": "status", "code": code, "body": body, "headers": headers or {}}
+
+
+def status_raw(code: int, data: bytes | str, content_type: str = "text/plain") -> Step:
+    """An HTTP error whose body is sent as it is (an HTML page, a traceback, plain text)."""
+    data = data.encode() if isinstance(data, str) else data
+    return {"kind": "status", "code": code, "data": data, "content_type": content_type}
 
 
 def hang() -> Step:
@@ -328,6 +336,37 @@ def anthropic_call(name: str, **args: Any) -> Step:
     return anthropic_calls((name, args))
 
 
+# Ollama's native chat API (`POST /api/chat`, docs/api.md "Generate a chat completion"): one
+# JSON object a line (application/x-ndjson), the last with `done: true`, `done_reason` and the
+# counts; tool calls come whole, their arguments as objects.
+
+
+def ollama_chat(
+    content: str = "",
+    thinking: str = "",
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None,
+    prompt_eval_count: int | None = 26,
+    eval_count: int = 10,
+    done_reason: str = "stop",
+    pieces: int = 3,
+) -> Step:
+    def line(message: dict[str, Any], **more: Any) -> bytes:
+        body = {"model": "fake", "created_at": "2025-07-07T20:22:19.184789Z"}
+        body |= {"message": {"role": "assistant", "content": "", **message}, "done": False}
+        return json.dumps({**body, **more}).encode() + b"\n"
+
+    frames = [line({"thinking": piece}) for piece in _pieces(thinking, pieces)] if thinking else []
+    frames += [line({"content": piece}) for piece in _pieces(content, pieces)] if content else []
+    if tool_calls:
+        wire = [{"function": {"name": n, "arguments": a}} for n, a in tool_calls]
+        frames.append(line({"tool_calls": wire}))
+    counts = {"total_duration": 4883583458, "load_duration": 1334875, "eval_count": eval_count}
+    if prompt_eval_count is not None:
+        counts["prompt_eval_count"] = prompt_eval_count
+    frames.append(line({}, done=True, done_reason=done_reason, **counts))
+    return {"kind": "sse", "frames": frames, "delay": 0.0, "content_type": "application/x-ndjson"}
+
+
 class FakeModel:
     """The server. Use as a context manager; `url` is the base URL ending in /v1."""
 
@@ -436,10 +475,10 @@ class FakeModel:
                         self.wfile.flush()
                     return
                 if step["kind"] == "status":
-                    data = json.dumps(step["body"]).encode()
+                    data = step.get("data") or json.dumps(step["body"]).encode()
                     self.send_response(step["code"])
-                    self.send_header("content-type", "application/json")
-                    for k, v in step["headers"].items():
+                    self.send_header("content-type", step.get("content_type", "application/json"))
+                    for k, v in step.get("headers", {}).items():
                         self.send_header(k, v)
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
