@@ -154,12 +154,12 @@ class Agent:
         self.transport.close()
         self.toolbox.close()
 
-    def salvage(self) -> None:
+    def salvage(self, reason: str = "interrupted by the user") -> None:
         """After an interruption: keep streamed text, and close unanswered tool calls."""
         if self.partial:
             self.session.append({"role": "assistant", "content": "".join(self.partial)})
             self.partial = []
-        self.close_pending("interrupted by the user")
+        self.close_pending(reason)
 
 
 def _canonical(arguments: str) -> str:

@@ -72,7 +72,10 @@ def assemble(
         from agi.lifecycle import Lifecycle
 
         stop = "SubagentStop" if agent_type else "Stop"
-        lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
+        mode = settings.permissions.mode if settings.permissions is not None else "default"
+        lifecycle = Lifecycle(
+            settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env, permission_mode=mode
+        )
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
     system = settings.system
@@ -83,7 +86,12 @@ def assemble(
     tool_ctx = ToolContext(
         cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
     )
-    toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0)
+    guard = None
+    if settings.permissions:
+        from agi.permissions import Guard
+
+        guard = Guard(settings.permissions, session.trace)
+    toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0, guard=guard)
     chat: Any = transport
     if settings.react:
         from agi.react import ReactTransport
@@ -100,17 +108,23 @@ def make_transport(settings: Settings, session: Session, ctx: Context) -> Transp
     OpenAI-compatible chat completions."""
     from agi.transport import Transport
 
-    kind = Transport
+    kind: Any = Transport
+    more: dict[str, Any] = {}
     if settings.model.provider == "anthropic":
         from agi.anthropic import AnthropicMessages
 
         kind = AnthropicMessages
+    elif settings.model.provider == "ollama":
+        from agi.ollama import OllamaChat  # native /api/chat: num_ctx sized to each request
+
+        kind, more = OllamaChat, {"home": settings.home, "windows": settings.window.windows}
     transport = kind(
         settings.model,
         trace=session.trace,
         deadline=ctx.deadline,
         timeout=settings.timeout,
         meter=ctx.meter,
+        **more,
     )
     ctx.transports.append(transport)
     ctx.on_transport(transport)
@@ -156,6 +170,8 @@ def _warn_all(ctx: Context, warnings: list[str]) -> None:
 def prepare_tools(settings: Settings, ctx: Context) -> None:
     """Build the run's tools once (before any session is touched) and check --tools against
     them: an unknown name is a usage error."""
+    for name, value in settings.env.items():  # settings files' env; hooks' exports come later
+        ctx.env.setdefault(name, value)
     if ctx.tools is not None:
         return
     ctx.tools = build_tools(settings, ctx)

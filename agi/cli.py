@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # nor pathlib nor the engine
     from typing import Any
 
     from agi.run import Run
+    from agi.settings import Settings
 
 DESCRIPTION = "A lightweight LLM agent that behaves like a UNIX tool."
 EPILOG = """\
@@ -30,11 +31,17 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive(kind: type) -> Any:
+    """A finite positive number (agi.config caps timeouts: 1e12 s is no overflow)."""
+
     def convert(text: str) -> Any:
+        import math
+
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number: {text!r}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
         return value
@@ -57,6 +64,7 @@ def build_parser() -> Parser:
     add_session_options(p)
     add_run_options(p)
     add_tool_options(p)
+    add_claude_options(p)
     add_sandbox_options(p)
     add_output_options(p)
     return p
@@ -160,6 +168,40 @@ def add_tool_options(p: Parser) -> None:
     )
 
 
+def add_claude_options(p: Parser) -> None:
+    """Claude Code's plugins, settings files and permission rules (section 12)."""
+    p.add_argument(
+        "--plugin-dir",
+        dest="plugins",
+        action="append",
+        metavar="DIR",
+        help="load a Claude Code plugin: hooks, agents, skills, commands, MCP (repeatable)",
+    )
+    p.add_argument(
+        "--settings",
+        action="append",
+        metavar="FILE",
+        help="a Claude Code settings.json: its hooks, permissions and env (repeatable)",
+    )
+    for kind, what in (("allow", "allows"), ("ask", "asks for"), ("deny", "denies")):
+        p.add_argument(
+            f"--{kind}",
+            action="append",
+            metavar="RULE",
+            help=f"a permission rule that {what} matching calls, e.g. 'Bash(git diff:*)'",
+        )
+    p.add_argument(
+        "--permission-mode",
+        choices=["default", "dontAsk"],
+        help="dontAsk: deny every call no rule allows (default: run it)",
+    )
+    p.add_argument(
+        "--list-extensions",
+        action="store_true",
+        help="list the plugins, commands, skills, agents and hooks agi sees, and their files",
+    )
+
+
 def add_sandbox_options(p: Parser) -> None:
     p.add_argument(
         "--sandbox",
@@ -209,12 +251,15 @@ def rewrite(argv: list[str]) -> list[str]:
 
 
 def read_prompt(args: argparse.Namespace) -> str:
-    """The prompt words, with stdin appended as a context block (or stdin alone)."""
-    prompt = " ".join(args.prompt).strip()
+    """The prompt words, with stdin appended as a context block (or stdin alone); bytes that
+    are not UTF-8 (`agi $'caf\\xe9'`) become U+FFFD."""
+    from agi.decoding import from_argv, from_bytes
+
+    prompt = " ".join(from_argv(word) for word in args.prompt).strip()
     stdin = sys.stdin
     piped = ""
     if not args.no_stdin and stdin is not None and not stdin.isatty():
-        piped = stdin.buffer.read().decode("utf-8", "replace")
+        piped = from_bytes(stdin.buffer.read())
     if prompt and piped.strip():
         return f"{prompt}\n\n<stdin>\n{piped.rstrip()}\n</stdin>"
     if prompt:
@@ -224,13 +269,43 @@ def read_prompt(args: argparse.Namespace) -> str:
     raise UsageError("no prompt: give it as arguments or on stdin (see agi --help)")
 
 
-def on_signal(signum: int, frame: Any) -> None:
-    raise Interrupted(signum)
-
-
 def main(argv: list[str] | None = None) -> int:
+    """`agi`: the run, then its cleanup (SessionEnd hooks, what the tools started) whatever
+    happened. SIGHUP is taken like SIGTERM (exit 129); a signal during the cleanup cuts it
+    short, and after a finished run it still sets the exit code (CONTRACT section 2)."""
+    from agi.process import end_run, exit_now_if_stuck, interrupt_on, standard_streams
+
     started = time.monotonic()
-    signal.signal(signal.SIGTERM, on_signal)
+    if argv is None:  # the real process, not a test calling main() in-process
+        standard_streams()
+    interrupt_on(signal.SIGTERM, signal.SIGHUP)
+    runs: list[Run] = []
+    code = invoke(argv, started, runs)
+    cut = end_run(runs[0]) if runs else None
+    if cut is not None and code == 0:  # the answer was written: no second result object
+        code = fail(cut, runs[0], result=False)
+    if argv is None:
+        code = flush(code)
+        exit_now_if_stuck(code)
+    return code
+
+
+def flush(code: int) -> int:
+    """What is left for stdout, now: a failure is still reported; a reader that went away
+    (EPIPE) is exit 141, quietly, as for filters killed by SIGPIPE."""
+    from agi.process import OutputFailed, flush_stdout
+
+    try:
+        gone = flush_stdout()
+    except OutputFailed as e:
+        return fail(e, None) if code == 0 else code
+    return 141 if gone and code == 0 else code
+
+
+def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
+    """Parse, run, and turn what went wrong into one line and an exit code."""
+    from agi.process import arm_alarm, hide_keys, silence_stdout
+
     run: Run | None = None
     try:
         args = build_parser().parse_args(rewrite(sys.argv[1:] if argv is None else argv))
@@ -240,16 +315,20 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--continue cannot be used with --session or --fork")
         if args.compact and (args.repl or args.fork or not (args.session or args.cont)):
             raise UsageError("--compact works on a session: give -s DIR or -c (not -i, --fork)")
-        prompt = "" if args.repl or args.compact else read_prompt(args)
+        prompt = "" if args.repl or args.compact or args.list_extensions else read_prompt(args)
         from pathlib import Path
 
         from agi.run import Run  # after parsing: --version and --help stay light
-        from agi.settings import Settings
 
-        settings = Settings.load(vars(args))
+        loaded = settings_for(args, prompt)
+        if loaded is None:
+            return 0
+        prompt, settings = loaded
         if settings.timeout and not args.repl:
             arm_alarm(started, settings.timeout)
         run = Run(settings, started, interactive=args.repl)
+        runs.append(run)
+        hide_keys(settings.model.api_key)  # from the tools' environment, once they are built
         path = Path(args.session) if args.session else None
         if args.fork:
             from agi.session import SessionIndex, fork
@@ -265,29 +344,41 @@ def main(argv: list[str] | None = None) -> int:
         code = run.one_shot(prompt, path, args.cont)
         if code and run.verdict is not None:
             sys.stderr.write(f"agi: judged failed: {run.verdict['reason']}\n")
+        sys.stdout.flush()  # a full or closed stdout fails here, not at exit
         return code
     except KeyboardInterrupt:
         return fail(Interrupted(signal.SIGINT), run)
     except AgiError as e:
         return fail(e, run)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # the reader of stdout went away: end quietly, as filters do
+        silence_stdout()
         return 141
+    except OSError as e:  # a system failure no layer below could name better
+        where = f": {e.filename}" if e.filename else ""
+        return fail(AgiError(f"{e.strerror or e}{where}"), run)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        if run is not None:
-            run.cleanup()
 
 
-def arm_alarm(started: float, timeout: float) -> None:
-    """A backstop for --timeout: the transport and the tools honour the deadline themselves."""
-    from agi.errors import TimeLimit
+def settings_for(args: argparse.Namespace, prompt: str) -> tuple[str, Settings] | None:
+    """The run's settings, and the prompt a `/command` stands for (with the command's rules
+    and model in the settings); None once --list-extensions has printed its listing."""
+    from agi.settings import Settings
 
-    def expire(signum: int, frame: Any) -> None:
-        raise TimeLimit(timeout)
+    flags = vars(args)
+    if args.list_extensions and not args.model:  # a listing needs no model configured
+        flags = {**flags, "model": os.environ.get("AGI_MODEL") or "openai:none"}
+    settings = Settings.load(flags)
+    if args.list_extensions:
+        from agi.extensions import inventory
 
-    signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(0.1, started + timeout - time.monotonic()) + 1)
+        sys.stdout.write(inventory(settings))
+        return None
+    if prompt.startswith("/"):
+        from agi.extensions import command_prompt
+
+        prompt, settings = command_prompt(prompt, settings)
+    return prompt, settings
 
 
 def inspect(args: argparse.Namespace) -> int:
@@ -300,21 +391,26 @@ def inspect(args: argparse.Namespace) -> int:
     text = list_sessions(agi_home()) if args.list_sessions else show(Path(args.show))
     if text:
         sys.stdout.write(text + "\n")
+    sys.stdout.flush()
     return 0
 
 
-def fail(error: AgiError, run: Run | None) -> int:
+def fail(error: AgiError, run: Run | None, result: bool = True) -> int:
+    """The one `agi:` line (API keys redacted), and with --output json|jsonl the result object
+    (`result`: not when one was already written, by a run that succeeded)."""
     message = str(error)
     if run is not None:
         try:
-            run.after_failure(error)
+            if result:
+                run.after_failure(error)
         except (AgiError, KeyboardInterrupt, OSError):
             pass
         from agi.errors import CostLimit
 
-        kept = error.exit_code in (4, 130, 143) and not isinstance(error, CostLimit)
+        kept = error.exit_code in (4, 129, 130, 143) and not isinstance(error, CostLimit)
         if run.session is not None and kept:  # the contract's cost line stands alone
             message += f"; the session is kept: {run.session.path}"
+        message = run.redact(message)
     view = run.view if run is not None and run.view is not None else None
     if view is not None:
         view.close()

@@ -190,9 +190,9 @@ def summarise(ask: Ask, parts: list[str], focus: str = "") -> str:
         except (Interrupted, LimitReached):
             raise
         except Exception as e:
-            too_long = getattr(e, "too_long", None)
-            if too_long is None:
-                too_long = is_too_long(getattr(e, "status", None), str(e))
+            too_long = getattr(e, "too_long", False) or is_too_long(
+                getattr(e, "status", None), str(e)
+            )
             raise SummaryFailed(f"the summary request failed: {e}", bool(too_long)) from e
         if not isinstance(reply, str) or not reply.strip():
             raise SummaryFailed("the model's summary was empty")

@@ -168,14 +168,20 @@ class Compactor:
                 self.warn(warning)
             else:
                 self.deferred.append(warning)
-        self.session.append_compaction(done.record, done.kept)
-        self.session.trace({"type": "compaction", **done.record["compaction"]})
-        if self.lifecycle is not None:
+        kept = done.kept
+        if self.lifecycle is not None:  # their context is stored right after the summary
             context = self.lifecycle.session_start("compact", self.settings.model.label)
             if context:
-                self.session.append(user(context))
+                kept = [user(context), *kept]
+        stored = self.session.append_compaction(done.record, kept)
+        self.meter.last = 0  # the estimate was of the view before: no count can be compared
+        self.session.trace({"type": "compaction", **stored["compaction"]})
         return done
 
     def ask(self, messages: list[dict[str, Any]]) -> str:
-        """One summary request: a ghost exchange (in the trace, never in the session)."""
-        return str(drain(self.transport.stream(messages, [], mark={"ghost": True})).text)
+        """One summary request: a ghost exchange (in the trace, never in the session). A summary
+        cut off at the output limit is no summary."""
+        reply = drain(self.transport.stream(messages, [], mark={"ghost": True}))
+        if reply.finish_reason == "length":
+            raise ProviderError("the model's summary was cut off at its output limit")
+        return str(reply.text)

@@ -30,9 +30,16 @@ NO_MODEL = (
 _str = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
 _bool = (lambda v: isinstance(v, bool), "true or false")
 _positive = (
-    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf"),
     "a positive number",
 )
+MAX_SECONDS = 1e6  # a longer timeout is this one (about eleven days): no overflow, no surprise
+
+
+def seconds(value: float | None) -> float | None:
+    return None if value is None else min(float(value), MAX_SECONDS)
+
+
 _names = (
     lambda v: isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v),
     "a string or a list of strings",
@@ -89,6 +96,12 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     ),
     "models": (lambda v: isinstance(v, dict), 'a table of [models."NAME"] tables'),
     "prices": (lambda v: isinstance(v, dict), 'a table of [prices."MODEL"] tables'),
+    "plugins": _names,
+    "settings": _names,
+    "allow": _names,
+    "ask": _names,
+    "deny": _names,
+    "permission_mode": (lambda v: v in ("default", "dontAsk"), 'one of "default", "dontAsk"'),
 }
 MODEL_KEYS: dict[str, tuple[Any, str]] = {"context_window": FILE_KEYS["context_window"]}
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
@@ -232,7 +245,7 @@ def resolve_model(flags: dict[str, Any], file: dict[str, Any], path: Path) -> Mo
     )
     params = dict(file.get("params") or {})
     params.update(section.get("params") or {})
-    idle = float(file.get("idle_timeout") or 300.0)
+    idle = seconds(file.get("idle_timeout") or 300.0) or 300.0
     max_tokens = file.get("max_tokens")
     return ModelConfig(provider, model, base_url, api_key or None, params, idle, max_tokens)
 
@@ -247,8 +260,11 @@ def merged(flags: dict[str, Any], file: dict[str, Any], key: str, default: Any =
 
 def paths(flags: dict[str, Any], file: dict[str, Any], key: str, default: Path) -> list[Path]:
     """A repeatable path option: the config directory's default (if present), then the flags'
-    values, or the config file's when no flag is given."""
+    values, or the config file's when no flag is given. A path named twice counts once."""
     value = flags.get(key) if flags.get(key) is not None else file.get(key)
     given = [value] if isinstance(value, str) else list(value or [])
     found = [default] if default.exists() else []
-    return found + [Path(p).expanduser() for p in given]
+    unique: dict[str, Path] = {}
+    for path in [*found, *(Path(p).expanduser() for p in given)]:
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())

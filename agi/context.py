@@ -301,27 +301,39 @@ def _from_ollama(data: Any, model: str) -> int | None:
     return None
 
 
-def _read_cache(home: Path) -> dict[str, Any]:
+def _read_cache(home: Path, name: str = CACHE_FILE) -> dict[str, Any]:
     try:
-        data = json.loads((home / CACHE_FILE).read_text())
+        data = json.loads((home / name).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _write_cache(home: Path, key: str, window: int | None) -> None:
-    """Atomically, 0600; losing a race with another run only costs that run's entry."""
-    data = _read_cache(home)
-    data[key] = {"window": window, "checked": round(time.time())}
+    write_cache_entry(home, CACHE_FILE, key, {"window": window})
+
+
+def write_cache_entry(home: Path, name: str, key: str, entry: dict[str, Any]) -> None:
+    """One entry of a JSON cache under `home`, stamped `checked`; written atomically, 0600.
+    Losing a race with another run only costs that run's entry."""
+    data = _read_cache(home, name)
+    data[key] = {**entry, "checked": round(time.time())}
     try:
         home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = home / f".{CACHE_FILE}.{os.getpid()}.tmp"
+        tmp = home / f".{name}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1)
-        os.replace(tmp, home / CACHE_FILE)
+        os.replace(tmp, home / name)
     except OSError:
         pass
+
+
+def read_cache_entry(home: Path, name: str, key: str) -> dict[str, Any] | None:
+    """A cache entry younger than CACHE_DAYS (a server may have been upgraded since), or None."""
+    entry = _read_cache(home, name).get(key)
+    fresh = isinstance(entry, dict) and time.time() - entry.get("checked", 0) < CACHE_DAYS * 86400
+    return entry if fresh else None
 
 
 def forget_window(home: Path, base_url: str, model: str) -> None:

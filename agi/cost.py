@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from agi.errors import CostLimit, UsageError
+from agi.errors import CostLimit, LimitReached, UsageError
 from agi.messages import Usage
 
 PRICE_FIELDS = ("input", "output", "cached", "cache_write")
@@ -167,8 +167,8 @@ class Meter:
         self.require(label, model)
         with self._lock:
             unknown, spent = self._unknown, self._total.cost
-        if unknown is not None:
-            raise UsageError(unknown)
+        if unknown is not None:  # calls were made: a limit reached (exit 4), not a usage error
+            raise LimitReached(f"{unknown}; no further model call is made (--max-cost)")
         if spent is not None and spent >= self.max_cost:
             raise CostLimit(money(spent), money(self.max_cost))
 

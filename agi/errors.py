@@ -38,8 +38,11 @@ class ConfigError(UsageError):
 class ProviderError(AgiError):
     exit_code = 3
     too_long = False  # the provider refused the request for its length (agi.context.is_too_long)
+    body = ""  # the response body as the provider sent it (the message is one line of it)
 
     def __init__(self, message: str, status: int | None = None, retryable: bool = False):
+        if "\n" in message or "\r" in message:  # every exit's message is one line
+            message = " ".join(message.split())
         super().__init__(message)
         self.status = status
         self.retryable = retryable

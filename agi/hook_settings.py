@@ -1,6 +1,7 @@
 """Hooks settings files (Claude Code's format, plus agi's argument matchers): read, validated.
 
-`{"hooks": {EVENT: [{"matcher": M, "hooks": [{"type": "command", "command": CMD, "timeout": S}]}]}}`
+`{"hooks": {EVENT: [{"matcher": M, "hooks": [{"type": "command", "command": CMD, "timeout": S,
+"shell": "bash", "async": false}]}]}}`
 where M is empty or `*` (everything), exact names `Edit|Write`, a regex, or agi's object
 `{"tool": M, "input": {ARG: REGEX}}` for tool events. agi.hooks runs what this reads.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,9 @@ class Hook:
     timeout: float
     matcher: Matcher
     source: str
+    shell: str = "sh"  # the entry's `shell` (e.g. "bash"): runs the command with SHELL -c
+    run_async: bool = False  # `async: true`: started and not waited for; its output is unused
+    plugin_root: str | None = None  # a plugin's hook: CLAUDE_PLUGIN_ROOT in its environment
 
 
 def read_settings(paths: list[Path]) -> tuple[dict[str, list[Hook]], list[str]]:
@@ -72,20 +76,40 @@ def read_settings(paths: list[Path]) -> tuple[dict[str, list[Hook]], list[str]]:
     return hooks, warnings
 
 
-def _read_settings(path: Path, warnings: list[str]) -> list[tuple[str, Hook]]:
-    """Validate one settings file and return its (event, hook) pairs."""
+def read_json(path: Path, kind: str = "hooks file") -> Any:
+    """A JSON file's data; unreadable or malformed files are errors naming the file."""
 
     def bad(problem: str) -> HookSettingsError:
-        return HookSettingsError(f"hooks file {path}: {problem}")
+        return HookSettingsError(f"{kind} {path}: {problem}")
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise bad(e.strerror or str(e)) from e
     except UnicodeDecodeError as e:
         raise bad("not UTF-8 text") from e
     except json.JSONDecodeError as e:
         raise bad(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+
+
+def _read_settings(path: Path, warnings: list[str]) -> list[tuple[str, Hook]]:
+    """Validate one settings file and return its (event, hook) pairs."""
+    return parse_hooks(read_json(path), str(path), warnings)
+
+
+def parse_hooks(
+    data: Any,
+    path: str,
+    warnings: list[str],
+    plugin_root: str | None = None,
+    kind: str = "hooks file",
+) -> list[tuple[str, Hook]]:
+    """The (event, hook) pairs of settings data (`{"hooks": {...}}`) read from `path`; a
+    plugin's hooks have `${CLAUDE_PLUGIN_ROOT}` replaced by `plugin_root` in their commands."""
+
+    def bad(problem: str) -> HookSettingsError:
+        return HookSettingsError(f"{kind} {path}: {problem}")
+
     if not isinstance(data, dict):
         raise bad("the top level must be a JSON object")
     events = data.get("hooks", {})
@@ -104,9 +128,16 @@ def _read_settings(path: Path, warnings: list[str]) -> list[tuple[str, Hook]]:
                 raise bad(f'{at} must be an object with a "hooks" list')
             matcher = _matcher(group.get("matcher"), event, f"{at}.matcher", bad)
             for j, entry in enumerate(group["hooks"]):
-                if hook := _command(entry, matcher, f"{at}.hooks[{j}]", str(path), warnings):
-                    found.append((event, hook))
+                if hook := _command(entry, matcher, f"{at}.hooks[{j}]", path, warnings):
+                    found.append((event, _in_plugin(hook, plugin_root)))
     return found
+
+
+def _in_plugin(hook: Hook, root: str | None) -> Hook:
+    if root is None:
+        return hook
+    command = hook.command.replace("${CLAUDE_PLUGIN_ROOT}", root)
+    return replace(hook, command=command, plugin_root=root)
 
 
 def _command(entry: Any, matcher: Matcher, where: str, path: str, notes: list[str]) -> Hook | None:
@@ -122,7 +153,12 @@ def _command(entry: Any, matcher: Matcher, where: str, path: str, notes: list[st
         raise HookSettingsError(f"{problem}.command must be a non-empty string")
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise HookSettingsError(f"{problem}.timeout must be a positive number of seconds")
-    return Hook(command, float(timeout), matcher, path)
+    shell, run_async = entry.get("shell", "sh"), entry.get("async", False)
+    if not isinstance(shell, str) or not shell.strip():
+        raise HookSettingsError(f'{problem}.shell must name a shell, e.g. "bash"')
+    if not isinstance(run_async, bool):
+        raise HookSettingsError(f"{problem}.async must be true or false")
+    return Hook(command, float(timeout), matcher, path, shell.strip(), run_async)
 
 
 def _matcher(spec: Any, event: str, at: str, bad: Any) -> Matcher:

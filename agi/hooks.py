@@ -165,8 +165,11 @@ def _run_all(
         record.update(source=hook.source, input=payload, stdout="", stderr="", exit_code=None)
         record["timed_out"] = False
         start = time.monotonic()
+        own = {**env, "CLAUDE_PLUGIN_ROOT": hook.plugin_root} if hook.plugin_root else env
+        if hook.run_async:
+            return record | _start_async(hook, stdin, own, cwd)
         try:
-            proc = subprocess.Popen(["sh", "-c", hook.command], cwd=cwd, env=env, **POPEN)
+            proc = subprocess.Popen([hook.shell, "-c", hook.command], cwd=cwd, env=own, **POPEN)
         except OSError as e:
             return record | {"stderr": f"cannot start: {e}", "seconds": 0.0}
         with lock:
@@ -199,6 +202,37 @@ def _run_all(
             raise
 
 
+def _start_async(hook: Hook, stdin: str, env: dict[str, str], cwd: str) -> dict[str, Any]:
+    """`async: true`: start the command, feed it the payload from a thread, and go on; it is
+    killed after its timeout and its output is not used (CONTRACT section 12)."""
+    try:
+        proc = subprocess.Popen(
+            [hook.shell, "-c", hook.command],
+            cwd=cwd,
+            env=env,
+            stdin=PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            encoding="utf-8",
+            errors="replace",
+            process_group=0,
+        )
+    except OSError as e:
+        return {"stderr": f"cannot start: {e}", "seconds": 0.0, "async": True}
+
+    def feed() -> None:
+        try:
+            proc.communicate(stdin, timeout=hook.timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            proc.wait()
+        except (OSError, ValueError):
+            pass
+
+    threading.Thread(target=feed, daemon=True).start()
+    return {"exit_code": 0, "seconds": 0.0, "async": True, "pid": proc.pid}
+
+
 def _kill(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -222,6 +256,8 @@ def _merge(event: str, hooks: list[Hook], runs: list[dict[str, Any]]) -> Outcome
     for hook, run in zip(hooks, runs, strict=True):
         name = f"`{_short(hook.command)}`"
         code, stderr, stdout = run["exit_code"], run["stderr"].strip(), run["stdout"].strip()
+        if run.get("async") and code is not None:
+            continue  # started in the background: its output is not used
         if run["timed_out"]:
             out.messages.append(f"{event} hook {name} timed out after {hook.timeout:g} s; ignored")
         elif code is None:
@@ -296,9 +332,16 @@ def _apply(event: str, name: str, data: dict[str, Any], out: Outcome, tally: _Ta
         out.context.append(_cap(specific["additionalContext"]))
 
 
-def load_hooks(paths: list[Path], project_dir: Path | None = None) -> Hooks:
-    """Merge several settings files (in order); a missing or malformed file is an error."""
+def load_hooks(
+    paths: list[Path],
+    project_dir: Path | None = None,
+    extra: list[tuple[str, Hook]] | None = None,
+) -> Hooks:
+    """Merge several settings files (in order), then `extra` hooks (from settings files and
+    plugins, read by their loaders); a missing or malformed file is an error."""
     hooks, warnings = read_settings(paths)
+    for event, hook in extra or []:
+        hooks.setdefault(event, []).append(hook)
     return Hooks(hooks, Path(project_dir or os.getcwd()), warnings)
 
 

@@ -38,10 +38,13 @@ class Lifecycle:
         stop_event: str = "Stop",
         agent_type: str | None = None,
         env: dict[str, str] | None = None,
+        permission_mode: str = "default",
     ):
         self.hooks, self.session, self.warn = hooks, session, warn
         self.stop_event, self.agent_type = stop_event, agent_type
         self.stop_active = False
+        self.permission_mode = permission_mode  # hooks see it as `permission_mode`
+        self.transcript: Any = None  # transcript.jsonl, written when a hook first runs
         # what SessionStart hooks export: shared with the tools' context, so later calls see it
         self.env: dict[str, str] = {} if env is None else env
 
@@ -50,7 +53,7 @@ class Lifecycle:
         from agi.hooks import base_payload
 
         payload = base_payload(
-            self.session.path.name, self.session.messages_file, os.getcwd(), event
+            self.session.path.name, self.transcript_path(), os.getcwd(), event, self.permission_mode
         )
         payload.update(fields)
         if self.session.secrets:  # API keys never reach a hook, even inside a tool's output
@@ -63,6 +66,14 @@ class Lifecycle:
         if outcome.stop:
             raise HookStopped(outcome.stop_reason or f"a {event} hook stopped the run")
         return outcome
+
+    def transcript_path(self) -> str:
+        """transcript.jsonl (Claude Code's format), brought up to date for the hook about to run."""
+        if self.transcript is None:
+            from agi.claude_transcript import Transcript
+
+            self.transcript = Transcript(self.session)
+        return str(self.transcript.update())
 
     def session_start(self, source: str, model: str) -> str:
         """Context for the first prompt; the exports hooks wrote apply to later tool calls."""
@@ -92,15 +103,17 @@ class Lifecycle:
 
     def before_tool(
         self, call: ToolCall, input: dict[str, Any]
-    ) -> tuple[dict[str, Any], str | None, list[str]]:
-        """(input to run with, a denial text or None, context for the model)."""
+    ) -> tuple[dict[str, Any], str | None, list[str], bool]:
+        """(input to run with, a denial text or None, context for the model, whether a hook
+        allowed the call: then ask rules and dontAsk do not apply, deny rules still do)."""
         if not self.hooks.has("PreToolUse"):
-            return input, None, []
+            return input, None, [], False
         outcome = self.fire(
             "PreToolUse", tool_name=call.name, tool_input=input, tool_use_id=call.id
         )
         if outcome.blocked or outcome.permission == "deny":
-            return input, f"Blocked by a PreToolUse hook: {outcome.reason}".strip(), outcome.context
+            denial = f"Blocked by a PreToolUse hook: {outcome.reason}".strip()
+            return input, denial, outcome.context, False
         if outcome.permission == "ask":
             from agi.hooks import resolve_ask
 
@@ -108,13 +121,14 @@ class Lifecycle:
             question = f"agi: allow {call.name}({json.dumps(input)[:200]})? {outcome.reason}"
             if not resolve_ask(question.strip(), person):
                 who = "the user said no" if person else "nobody was at the terminal to allow it"
-                return input, f"Denied: a hook asked for permission and {who}.", outcome.context
+                denial = f"Denied: a hook asked for permission and {who}."
+                return input, denial, outcome.context, False
         if outcome.updated_input is not None:
             self.session.trace(
                 {"type": "hook_input", "id": call.id, "input": outcome.updated_input}
             )
             input = outcome.updated_input
-        return input, None, outcome.context
+        return input, None, outcome.context, outcome.permission in ("allow", "ask")
 
     def after_tool(
         self,
@@ -155,7 +169,7 @@ class Lifecycle:
             fields.update(
                 agent_type=self.agent_type,
                 agent_id=self.session.path.name,
-                agent_transcript_path=str(self.session.messages_file),
+                agent_transcript_path=self.transcript_path(),
             )
         outcome = self.fire(self.stop_event, **fields)
         if outcome.blocked:

@@ -1,6 +1,7 @@
 """MCP configuration in Claude Code's `mcpServers` format, and the cache of servers' tool lists.
 
-`${VAR}` and `${VAR:-default}` expand in command, args, env, url and headers as in Claude Code: a
+`${VAR}` and `${VAR:-default}` expand in command, args, env, url and headers as in Claude Code (a
+plugin's servers also see `${CLAUDE_PLUGIN_ROOT}`, and have it in their environment): a
 variable that is set (even empty) wins, else the default; an unset one without a default makes
 that server a warning (it is skipped) rather than failing every run. Of two servers with one
 name, the later file's wins. A malformed file is a ConfigError (exit 2) naming the file.
@@ -13,7 +14,8 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +52,32 @@ class ServerConfig:
         return hashlib.sha256(data.encode()).hexdigest()[:32]
 
 
-def expand(value: str, missing: list[str]) -> str:
+@dataclass
+class McpSource:
+    """Servers from somewhere other than a plain file: a plugin's `.mcp.json` or its manifest's
+    `mcpServers` (with `${CLAUDE_PLUGIN_ROOT}` its directory), or a file read with the `env` of
+    settings files. `env` is set for the servers and seen by `${VAR}`."""
+
+    path: Path | None = None
+    data: Any = None  # inline `mcpServers` (a plugin manifest's), instead of a file
+    plugin_root: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return str(self.path) if self.path else f"{self.plugin_root}/.claude-plugin/plugin.json"
+
+    def variables(self) -> dict[str, str]:
+        root = {"CLAUDE_PLUGIN_ROOT": self.plugin_root} if self.plugin_root else {}
+        return {**self.env, **root}
+
+
+def expand(value: str, missing: list[str], extra: dict[str, str] | None = None) -> str:
     """Claude Code's expansion: `${VAR}`, `${VAR:-default}`; unset names are collected."""
 
     def one(m: re.Match[str]) -> str:
         name, sep, default = m.group(1).partition(":-")
+        if extra and name in extra:
+            return extra[name]
         if name in os.environ:
             return os.environ[name]
         if sep:
@@ -73,7 +96,9 @@ def _strings(value: Any, kind: type, where: str) -> Any:
     return value
 
 
-def _server(name: str, entry: Any, where: str, missing: list[str]) -> dict[str, Any]:
+def _server(
+    name: str, entry: Any, where: str, missing: list[str], extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Check one server entry and return its expanded spec; problems are ConfigErrors."""
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object")
@@ -86,9 +111,9 @@ def _server(name: str, entry: Any, where: str, missing: list[str]) -> dict[str, 
         env = _strings(entry.get("env", {}), dict, f"{where}.env")
         return {
             "type": "stdio",
-            "command": expand(command, missing),
-            "args": [expand(a, missing) for a in args],
-            "env": {k: expand(v, missing) for k, v in env.items()},
+            "command": expand(command, missing, extra),
+            "args": [expand(a, missing, extra) for a in args],
+            "env": {**(extra or {}), **{k: expand(v, missing, extra) for k, v in env.items()}},
         }
     if kind not in ("http", "sse"):
         raise ConfigError(f"{where}.type must be stdio, http or sse, not {kind!r}")
@@ -98,22 +123,30 @@ def _server(name: str, entry: Any, where: str, missing: list[str]) -> dict[str, 
     headers = _strings(entry.get("headers", {}), dict, f"{where}.headers")
     return {
         "type": kind,
-        "url": expand(url, missing),
-        "headers": {k: expand(v, missing) for k, v in headers.items()},
+        "url": expand(url, missing, extra),
+        "headers": {k: expand(v, missing, extra) for k, v in headers.items()},
     }
 
 
-def read_configs(paths: list[Path]) -> tuple[list[ServerConfig], list[str]]:
+def _read(path: Path | McpSource) -> Any:
+    if isinstance(path, McpSource) and path.data is not None:
+        return {"mcpServers": path.data}
+    file = path.path if isinstance(path, McpSource) else path
+    try:
+        return json.loads(Path(file or "").read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"cannot read MCP config {path}: {e.strerror}") from e
+    except ValueError as e:
+        raise ConfigError(f"MCP config {path}: not valid JSON: {e}") from e
+
+
+def read_configs(paths: Sequence[Path | McpSource]) -> tuple[list[ServerConfig], list[str]]:
     """Every server of every file, later files winning; a malformed file is a ConfigError."""
     servers: dict[str, ServerConfig] = {}
     warnings: list[str] = []
     for path in paths:
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ConfigError(f"cannot read MCP config {path}: {e.strerror}") from e
-        except ValueError as e:
-            raise ConfigError(f"MCP config {path}: not valid JSON: {e}") from e
+        data = _read(path)
+        extra = path.variables() if isinstance(path, McpSource) else None
         table = data.get("mcpServers") if isinstance(data, dict) else None
         if not isinstance(table, dict):
             raise ConfigError(f'MCP config {path}: expected {{"mcpServers": {{NAME: {{...}}}}}}')
@@ -121,7 +154,7 @@ def read_configs(paths: list[Path]) -> tuple[list[ServerConfig], list[str]]:
             if not name.strip():
                 raise ConfigError(f"MCP config {path}: a server needs a non-empty name")
             missing: list[str] = []
-            spec = _server(name, entry, f"MCP config {path}: mcpServers.{name}", missing)
+            spec = _server(name, entry, f"MCP config {path}: mcpServers.{name}", missing, extra)
             if missing:
                 servers.pop(name, None)
                 names = ", ".join(sorted(set(missing)))

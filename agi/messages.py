@@ -102,7 +102,8 @@ class Usage:
         counts = {name: _count(d.get(name)) for name in USAGE_FIELDS}
         cost = d.get("cost")
         usage = cls(**counts, cost=float(cost) if cost is not None and _number(cost) else None)
-        usage.calls = 0 if usage.cost is None and not any(counts.values()) else 1
+        unknown = "cost" in d and cost is None  # to_dict() writes 0.0 for an empty total
+        usage.calls = 1 if unknown or usage.cost or any(counts.values()) else 0
         return usage
 
 

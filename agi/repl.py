@@ -14,7 +14,8 @@ to start and end a multi-line block. Ctrl-C cancels the answer being written; Ct
   /session        show the session directory
   /sys FILE ...   use these system prompt files from now on ('default' is the built-in one)
   /compact [FOCUS]  summarise the conversation so far to free the context window
-  /help           this text"""
+  /help           this text, and the commands of plugins and of commands/ beside the config
+  /NAME [ARGS]    run a command (/PLUGIN:NAME when several plugins have NAME)"""
 
 
 def read_prompt(interactive: bool) -> str:
@@ -70,12 +71,46 @@ def command(run: Any, line: str) -> None:
         run.agent.system_prompt = system_prompt(files)
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
     elif name == "/compact":
+        run.start_turn_clock()  # --timeout limits each turn, and a compaction is one
         summary = run.compact_now(rest.strip())
         print(summary or "(nothing to compact)")
     elif name == "/help":
         print(HELP, file=sys.stderr)
+        from agi.commands import listing
+
+        for command, summary, _ in listing(run.settings.commands):
+            print(f"  {command}  {summary}".rstrip(), file=sys.stderr)
     else:
         raise UsageError(f"unknown command {name} (try /help)")
+
+
+def command_turn(run: Any, line: str) -> str:
+    """A `/NAME args` line: its prompt, with its allow rules and model for this turn only."""
+    from agi.extensions import BUILTINS, command_prompt
+
+    prompt, settings = command_prompt(line, run.settings, BUILTINS)
+    for warning in settings.warnings[len(run.settings.warnings) :]:
+        run.view.warn(warning)
+    agent = run.agent
+    guard = agent.toolbox.guard
+    if settings.permissions is not None and settings.permissions is not run.settings.permissions:
+        from agi.permissions import Guard, Permissions
+
+        own = run.settings.permissions or Permissions()
+        if guard is None:
+            guard = agent.toolbox.guard = Guard(own, agent.session.trace)
+        guard.extra = settings.permissions.rules[len(own.rules) :]
+    if settings.model.provider == run.settings.model.provider:
+        agent.wire.config = settings.model
+    return prompt
+
+
+def end_command_turn(run: Any) -> None:
+    """Back to the run's own rules and model after a command's turn."""
+    agent = run.agent
+    if agent.toolbox.guard is not None:
+        agent.toolbox.guard.extra = []
+    agent.wire.config = run.settings.model
 
 
 def repl(run: Any, path: Path | None, cont: bool) -> int:
@@ -101,11 +136,16 @@ def repl(run: Any, path: Path | None, cont: bool) -> int:
         if not line.strip():
             continue
         try:
-            if line.startswith("/"):
+            if line.split(None, 1)[0] in ("/session", "/sys", "/compact", "/help"):
                 command(run, line.strip())
                 continue
+            if line.startswith("/"):
+                line = command_turn(run, line.strip())
             run.start_turn_clock()
-            run.turn(f"{line}\n\n{context}" if context else line)
+            try:
+                run.turn(f"{line}\n\n{context}" if context else line)
+            finally:
+                end_command_turn(run)
             context = ""
             sys.stdout.write("\n")
             sys.stdout.flush()

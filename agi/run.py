@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi import __version__
-from agi.assemble import Context, assemble, deadline_for, prepare_tools
+from agi.assemble import Context, assemble, deadline_for, prepare_tools, subagent_model
 from agi.errors import AgiError, UsageError
 from agi.messages import drain
 from agi.settings import Settings
@@ -44,6 +44,19 @@ def open_session(settings: Settings, path: Path | None, cont: bool) -> Session:
     return session
 
 
+def interruption(error: BaseException) -> str:
+    """What a tool call cut short by `error` is told, as its result."""
+    from agi.errors import Interrupted, LimitReached
+
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted by the user"
+    if isinstance(error, Interrupted):
+        return str(error)  # interrupted by SIGTERM, cancelled
+    if isinstance(error, LimitReached):
+        return f"interrupted: {error}"
+    return f"interrupted: the run failed ({error or type(error).__name__})"
+
+
 class Run:
     """A session and the turns taken in it: what the CLI and the REPL drive."""
 
@@ -59,6 +72,10 @@ class Run:
 
         self.meter = Meter(settings.prices, settings.max_cost)  # subagents and ghosts included
         self.meter.require(settings.model.label, settings.model.model)  # exit 2 before a session
+        for agent in settings.agents:  # subagent files that name a model of their own, too
+            model = subagent_model(settings, agent)
+            if model is not None:
+                self.meter.require(model.label, model.model)
         self.metered = 0  # the meter's calls already added to the session's meta.json
         self.ctx = Context(
             deadline=deadline_for(settings, started), warn=self.view.warn, meter=self.meter
@@ -107,7 +124,7 @@ class Run:
             session.write_meta(model=s.model.label)
             return reply
         except BaseException as e:  # keep what the turn produced, under the lock
-            agent.salvage()
+            agent.salvage(interruption(e))
             code = getattr(e, "exit_code", 130 if isinstance(e, KeyboardInterrupt) else 1)
             session.trace({"type": "error", "exit_code": code, "error": str(e) or type(e).__name__})
             self.save_usage()
@@ -197,6 +214,7 @@ class Run:
 
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session)."""
+        from agi.capabilities import Formats
         from agi.messages import StepStart, UsageEvent
         from agi.schema import ghost_json
 
@@ -210,7 +228,9 @@ class Run:
             self.dispatch(event)
 
         self.dispatch(StepStart(agent.steps + 1))
-        return drain(ghost_json(agent.wire, agent.messages(), schema, instruction), handle)
+        formats = Formats.of(agent.wire, self.settings.home)  # what earlier runs learnt
+        asked = ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
+        return drain(asked, handle)
 
     def dispatch(self, event: Any) -> None:
         """Send an event to the views; in a REPL the answer streams to stdout as it comes."""
@@ -228,7 +248,7 @@ class Run:
         if self.output == "jsonl":
             from agi.output import event_line
 
-            sys.stdout.write(event_line(event))
+            sys.stdout.write(self.redact(event_line(event)))
             sys.stdout.flush()
 
     def start_turn_clock(self) -> None:
@@ -247,13 +267,14 @@ class Run:
         if self.output in ("json", "jsonl"):
             from agi.output import result_line
 
-            sys.stdout.write(result_line(self, answer, exit_code, error))
+            sys.stdout.write(self.redact(result_line(self, answer, exit_code, error)))
         elif answer is not None and self.settings.schema is not None:
             import json
 
-            sys.stdout.write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n")
+            text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+            sys.stdout.write(self.redact(text) + "\n")
         elif answer is not None:
-            sys.stdout.write(f"{answer}\n")
+            sys.stdout.write(self.redact(f"{answer}\n"))
         sys.stdout.flush()
 
     def after_failure(self, error: AgiError) -> None:
@@ -267,8 +288,24 @@ class Run:
         try:
             self.end_hooks("other")
         except AgiError as e:
-            self.view.warn(str(e))
-        if self.agent is not None:
-            self.agent.close()
+            self.view.warn(self.redact(str(e)))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Cut the connections, end every process the tools started, release the session."""
+        self.ctx.cancel()
+        try:
+            if self.agent is not None:
+                self.agent.close()
+        finally:
+            if self.session is not None:
+                self.session.unlock()
+
+    def redact(self, text: str) -> str:
+        """`text` without the API key (for stdout and stderr, like the session's files)."""
+        from agi.redaction import redact, usable
+
         if self.session is not None:
-            self.session.unlock()
+            return self.session.redact(text)
+        return redact(text, usable([self.settings.model.api_key]))

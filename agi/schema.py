@@ -13,6 +13,7 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any, NoReturn
 
+from agi.capabilities import FORMATS, Formats, refuses_format, request_format
 from agi.errors import ProviderError, SchemaFailed
 from agi.messages import ReasoningDelta, Reply, Returning, UsageEvent, user
 from agi.prompts import harness_text
@@ -289,19 +290,13 @@ def judge_instruction(criteria: str | None) -> str:
     return harness_text("judge").format(rule=rule)
 
 
-def _rejects_response_format(error: ProviderError) -> bool:
-    text = str(error).lower()
-    words = ("response_format", "response format", "json_schema")
-    return error.status in (400, 422) and any(w in text for w in words)
-
-
 def _ask(transport: Any, messages: list[Any], extra: dict[str, Any]) -> Generator[Any, None, Reply]:
     """One ghost request: pass reasoning on, keep the JSON text to ourselves, report usage."""
     stream = Returning(transport.stream(messages, [], mark={"ghost": True}, **extra))
     for event in stream:
         if isinstance(event, ReasoningDelta):
             yield event
-    reply: Reply = stream.value
+    reply: Reply = stream.value  # type: ignore[assignment]  # set once the stream ends
     if reply.usage:
         yield UsageEvent(reply.usage)
     return reply
@@ -314,30 +309,26 @@ def ghost_json(
     instruction: str,
     attempts: int = 3,
     use_response_format: bool = True,
+    formats: Formats | None = None,
 ) -> Generator[Any, None, Any]:
     """Ask for JSON matching `schema` on a copy of `messages`; return the validated data.
 
     Yields only ReasoningDelta and UsageEvent (one per reply): the JSON text is never streamed,
     so no renderer can mistake it for the answer. Raises SchemaFailed after `attempts` invalid
     replies, SchemaError for a schema it cannot enforce; the caller's list is never changed.
+    `formats` says which forms of structured output the endpoint may take (agi.capabilities);
+    a refused form is not counted as an attempt.
     """
     validator = build_validator(schema)
     layout = json.dumps(schema, indent=2, ensure_ascii=False)
     prompt = instruction.rstrip() + "\n\n" + harness_text("json_format").format(schema=layout)
     convo = [*messages, user(prompt)]
-    extra: dict[str, Any] = {}
-    if use_response_format:
-        answer = {"name": "answer", "schema": schema, "strict": False}
-        extra = {"response_format": {"type": "json_schema", "json_schema": answer}}
+    formats = formats or Formats()
+    if not use_response_format:
+        formats.refused = [k for k in FORMATS if k != "instructions"]
     problem = ""
     for _ in range(max(1, attempts)):
-        try:
-            reply = yield from _ask(transport, convo, extra)
-        except ProviderError as e:
-            if not extra or not _rejects_response_format(e):
-                raise
-            extra = {}  # no structured output at this provider: the instructions must do
-            reply = yield from _ask(transport, convo, extra)
+        reply = yield from _negotiate(transport, convo, schema, formats)
         try:
             return validator.validate(reply.text)
         except SchemaInvalid as e:
@@ -346,3 +337,18 @@ def ghost_json(
             convo += [reply.to_message(), user(harness_text("json_retry").format(problems=bullets))]
     problem = problem if len(problem) <= 300 else problem[:297] + "..."
     raise SchemaFailed(f"no valid JSON after {max(1, attempts)} attempts; last problem: {problem}")
+
+
+def _negotiate(
+    transport: Any, convo: list[Any], schema: dict[str, Any], formats: Formats
+) -> Generator[Any, None, Reply]:
+    """One reply, in the strongest form of structured output the endpoint has not refused:
+    json_schema, then json_object with the schema, then json_object, then the prompt alone."""
+    while True:
+        kind = formats.order()[0]
+        try:
+            return (yield from _ask(transport, convo, request_format(kind, schema)))
+        except ProviderError as e:
+            if kind == "instructions" or not refuses_format(e):
+                raise
+            formats.refuse(kind)

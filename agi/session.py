@@ -2,7 +2,7 @@
 
 Lines are written with one `os.write` on an O_APPEND descriptor, so a signal can only land
 between whole lines; a process killed mid-write leaves at most one torn line, which loading
-skips with a warning.
+skips with a warning. Files are opened as agi.session_files says: never through a link.
 
 What the model sees is `view()`: the last complete compaction record and every line after it
 (CONTRACT section 10). A record is written in one `os.write` with the copies of the turns it
@@ -10,6 +10,9 @@ keeps, and carries a digest of each copy line: Linux may still cut a large write
 SIGKILL is checked between pages; a full disk), and a record whose copies are not all there,
 byte for byte, is left out of the view with the copies that did arrive, so the previous view
 stands, even after later lines are appended.
+
+What reaches a file is valid UTF-8 (agi.decoding.clean), and what is read back is checked line
+by line: a line of the wrong shape is skipped (or its bad field dropped) with a warning.
 """
 
 from __future__ import annotations
@@ -18,37 +21,35 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agi.decoding import clean
 from agi.errors import TimeLimit, UsageError
 from agi.messages import COMPACTION, Usage
+from agi.redaction import REDACTED, redact, redact_chunks, usable
+from agi.session_files import (
+    SESSION_FILES,
+    append_bytes,
+    check_directory,
+    make_private_dir,
+    open_file,
+    read_bytes,
+    refused,
+    replace_file,
+)
 
-REDACTED = "[REDACTED]"
-
-
-def make_private_dir(path: Path) -> None:
-    """Create path, and any missing parents of it, as 0700 directories (path itself too)."""
-    missing, parent = [], path
-    while not parent.exists() and parent.parent != parent:
-        missing.append(parent)
-        parent = parent.parent
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(directory, 0o700)
-    os.chmod(path, 0o700)
+__all__ = ["REDACTED", "Session", "SessionIndex", "append_line", "fork", "make_private_dir"]
+FILES = (*SESSION_FILES, "transcript.jsonl")
+ROLES = ("system", "user", "assistant", "tool")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def append_line(path: Path, line: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        data = line.encode("utf-8", "surrogatepass")
-        while data:
-            data = data[os.write(fd, data) :]
-    finally:
-        os.close(fd)
+    append_bytes(path, clean(line).encode("utf-8"))
 
 
 def line_digest(line: bytes) -> str:
@@ -60,12 +61,72 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
+def read_meta(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """A session's meta.json as an object; anything else (damaged, a list, a number) is empty,
+    with a warning."""
+    try:
+        raw = read_bytes(path / "meta.json")
+    except UsageError as e:
+        if warnings is not None:
+            warnings.append(str(e))
+        return {}
+    if raw is None:
+        return {}
+    try:
+        meta = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict):
+        if warnings is not None:
+            warnings.append(f"{path / 'meta.json'} is damaged (not a JSON object); rewriting it")
+        return {}
+    return meta
+
+
+def parse_line(line: bytes) -> Any:
+    """A stored JSON line, its text clean: no lone surrogate, not even from a `\\ud83d` escape."""
+    text = line.decode("utf-8", "replace")
+    value = json.loads(text)
+    if SURROGATE_ESCAPE.search(text):
+        value = json.loads(clean(json.dumps(value, ensure_ascii=False)))
+    return value
+
+
+def checked_message(message: Any) -> tuple[dict[str, Any] | None, str]:
+    """A stored line as a message, its bad fields dropped: (message or None, what was wrong)."""
+    if not isinstance(message, dict) or message.get("role") not in ROLES:
+        return None, "not a message"
+    content = message.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        return None, "its content is not text"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return message, ""
+    good = [c for c in calls if _valid_call(c)] if isinstance(calls, list) else []
+    if isinstance(calls, list) and len(good) == len(calls):
+        return message, ""
+    fixed = {k: v for k, v in message.items() if k != "tool_calls"}
+    if good:
+        fixed["tool_calls"] = good
+    return fixed, "dropped malformed tool calls"
+
+
+def _valid_call(call: Any) -> bool:
+    fn = call.get("function") if isinstance(call, dict) else None
+    return (
+        isinstance(fn, dict)
+        and isinstance(call.get("id", ""), str)
+        and isinstance(fn.get("name"), str)
+        and isinstance(fn.get("arguments", ""), str)
+    )
+
+
 class Session:
     """One conversation on disk. Open it, lock it, then append."""
 
     def __init__(self, path: Path, secrets: list[str] | None = None):
         self.path = path
-        self.secrets = [s for s in (secrets or []) if s and len(s) >= 4]
+        self.secrets = usable(list(secrets or []))
         self.messages: list[dict[str, Any]] = []  # every line, as stored
         self.view_start = 0  # index in messages of the compaction record the view starts at
         self.hidden: set[int] = set()  # indices of unfinished compactions' lines (not in view)
@@ -90,22 +151,25 @@ class Session:
     def open(cls, path: Path, secrets: list[str] | None = None) -> Session:
         """Create or continue a session at `path`; refuse a non-empty directory of other files."""
         path = path.expanduser()
-        if path.exists() and not path.is_dir():
-            raise UsageError(f"session {path} is not a directory")
-        # a lone lock file is a concurrent run creating this session right now
-        others = path.is_dir() and any(
-            p.name != "lock" and not p.name.startswith(".meta.") for p in path.iterdir()
-        )
-        if others and not (path / "meta.json").exists():
+        warnings = check_directory(path, FILES)  # a link, a file, no access: exit 2 now
+        try:  # a lone lock file is a concurrent run creating this session right now
+            others = path.is_dir() and any(
+                p.name != "lock" and not p.name.startswith(".meta.") for p in path.iterdir()
+            )
+        except OSError as e:
+            raise refused(path, e.strerror or str(e)) from e
+        if others and not os.path.lexists(path / "meta.json"):
             raise UsageError(
                 f"{path} is not an agi session (no meta.json) and is not empty; refusing to use it"
             )
         make_private_dir(path)
-        return cls(path, secrets)
+        session = cls(path, secrets)
+        session.warnings += warnings
+        return session
 
     def lock(self, deadline: float | None = None, timeout: float | None = None) -> None:
         """Hold the session for this process; wait for another run, within the deadline."""
-        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = open_file(self.path / "lock", os.O_RDWR, create=True)
         if deadline is None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         else:
@@ -131,27 +195,26 @@ class Session:
 
         With `repair` (only under the lock), a torn last line is ended so the next one stands alone.
         """
-        try:
-            self.meta = json.loads(self.meta_file.read_text())
-        except (FileNotFoundError, ValueError):
-            self.meta = {}
+        self.meta = read_meta(self.path, self.warnings)
         self.messages, self.view_start, self.hidden = [], 0, set()
-        try:
-            raw = self.messages_file.read_bytes()
-        except FileNotFoundError:
+        raw = read_bytes(self.messages_file)
+        if raw is None:
             return
         lines = raw.split(b"\n")
         at: list[int] = []  # the line index of each message
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                message = json.loads(line)
-                if not isinstance(message, dict) or "role" not in message:
-                    raise ValueError("not a message")
+            try:  # bytes that are not UTF-8 (another program's) become U+FFFD, not a crash
+                message, wrong = checked_message(parse_line(line))
             except ValueError:
-                self.warnings.append(f"{self.messages_file}: skipped a damaged line {number}")
+                message, wrong = None, ""
+            if message is None:
+                why = f" ({wrong})" if wrong else ""
+                self.warnings.append(f"{self.messages_file}: skipped a damaged line {number}{why}")
                 continue
+            if wrong:
+                self.warnings.append(f"{self.messages_file}, line {number}: {wrong}")
             at.append(number - 1)
             self.messages.append(message)
         self._find_view(lines, at)
@@ -159,12 +222,11 @@ class Session:
             append_line(self.messages_file, "\n")
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return text
+        return redact(text, self.secrets)
 
     def _line(self, record: dict[str, Any]) -> str:
-        return self.redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
+        """One stored line: valid UTF-8 (surrogates cleaned), keys redacted."""
+        return clean(self.redact(json.dumps(record, ensure_ascii=False, default=str))) + "\n"
 
     def append(self, message: dict[str, Any]) -> None:
         line = self._line(message)
@@ -186,7 +248,7 @@ class Session:
         starts at the record from now on. Returns the record as stored."""
         copies = [self._line(m) for m in kept]
         info = {**(record.get(COMPACTION) or {}), "kept": len(copies)}
-        info["digests"] = [line_digest(c[:-1].encode("utf-8", "surrogatepass")) for c in copies]
+        info["digests"] = [line_digest(c[:-1].encode("utf-8")) for c in copies]
         head = self._line({**record, COMPACTION: info})
         self.mark()
         append_line(self.messages_file, head + "".join(copies))
@@ -221,6 +283,8 @@ class Session:
                 self.warnings.append(f"{where}: left out an unfinished compaction")
 
     def trace(self, record: dict[str, Any]) -> None:
+        if self.secrets and isinstance(record.get("chunks"), list):  # a key streamed in pieces
+            record = {**record, "chunks": redact_chunks(record["chunks"], self.secrets)}
         self.mark()
         append_line(self.trace_file, self._line({"time": round(time.time(), 3), **record}))
 
@@ -228,7 +292,7 @@ class Session:
         """meta.json before any other file: another process must never find this directory
         holding agi's files without the mark, or it would refuse it as not a session."""
         if not self._marked:
-            if not self.meta_file.exists():
+            if not os.path.lexists(self.meta_file):
                 self.write_meta()
             self._marked = True
 
@@ -242,11 +306,8 @@ class Session:
             if first:
                 meta["first_prompt"] = str(first.get("content"))[:200]
         self.meta = meta
-        tmp = self.path / f".meta.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.redact(json.dumps(meta, indent=1, ensure_ascii=False)) + "\n")
-        os.replace(tmp, self.meta_file)
+        text = clean(self.redact(json.dumps(meta, indent=1, ensure_ascii=False, default=str)))
+        replace_file(self.meta_file, (text + "\n").encode("utf-8"))
 
     def add_usage(self, usage: Usage) -> None:
         """Add model calls to the session's running total, `usage` in meta.json (the same keys
@@ -280,6 +341,7 @@ class SessionIndex:
         return self.home / "sessions" / new_session_id()
 
     def record(self, path: Path) -> None:
+        """ASCII JSON: a path that is not UTF-8 is kept as escapes and found again as it was."""
         make_private_dir(self.home)
         append_line(
             self.file, json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n"
@@ -290,43 +352,74 @@ class SessionIndex:
 
 
 def session_size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    total = 0
+    try:
+        for entry in os.scandir(path):
+            if entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        pass
+    return total
 
 
 def iter_sessions(home: Path) -> Iterator[Path]:
     """Sessions in the index that still exist, most recently used first, each once."""
     try:
-        lines = (home / "index.jsonl").read_text().splitlines()
-    except FileNotFoundError:
+        raw = read_bytes(home / "index.jsonl") or b""
+    except UsageError:
         return
     seen: set[str] = set()
-    for line in reversed(lines):
+    for line in reversed(raw.decode("utf-8", "replace").splitlines()):
         try:
             path = json.loads(line)["path"]
         except (ValueError, KeyError, TypeError):
             continue
-        if path not in seen:
+        if isinstance(path, str) and path not in seen:
             seen.add(path)
-            if (Path(path) / "meta.json").exists():
+            if os.path.lexists(Path(path) / "meta.json"):
                 yield Path(path)
 
 
 def fork(source: Path, target: Path) -> None:
-    """Copy a session into a new directory; the source is only read."""
+    """Copy a session into a new directory, built under a temporary name and renamed at the
+    end, so a failed fork leaves nothing behind; the source is only read."""
     import shutil
 
-    source = source.expanduser()
-    if not (source / "meta.json").exists():
+    source, target = source.expanduser(), target.expanduser()
+    if not os.path.lexists(source / "meta.json"):
         raise UsageError(f"cannot fork {source}: not an agi session (no meta.json)")
-    if target.exists() and any(target.iterdir()):
-        raise UsageError(f"cannot fork into {target}: it exists and is not empty")
-    make_private_dir(target)
-    for name in ("messages.jsonl", "trace.jsonl"):
-        if (source / name).exists():
-            shutil.copyfile(source / name, target / name)
-            os.chmod(target / name, 0o600)
-    meta = json.loads((source / "meta.json").read_text())
-    meta.update(id=target.name, forked_from=str(source.resolve()))
-    fd = os.open(target / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    _check_fork_target(source, target)
+    make_private_dir(target.parent)
+    building = target.with_name(f".{target.name}.fork-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)  # a failed fork's, or a link: never followed
+    try:
+        os.mkdir(building, 0o700)
+    except OSError as e:
+        raise refused(building, e.strerror or str(e)) from e
+    try:
+        for name in ("messages.jsonl", "trace.jsonl"):
+            data = read_bytes(source / name)
+            if data is not None:
+                append_bytes(building / name, data)
+        meta = read_meta(source)
+        meta.update(id=target.name, forked_from=str(source.resolve()))
+        text = clean(json.dumps(meta, indent=1, ensure_ascii=False, default=str)) + "\n"
+        replace_file(building / "meta.json", text.encode("utf-8"))
+        os.replace(building, target)  # over an empty directory too
+    except OSError as e:
+        raise refused(target, e.strerror or str(e)) from e
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+
+
+def _check_fork_target(source: Path, target: Path) -> None:
+    where = f"cannot fork into {target}"
+    if target.resolve().is_relative_to(source.resolve()):
+        raise UsageError(f"{where}: it is inside the session being forked")
+    if os.path.islink(target) or os.path.lexists(target) and not target.is_dir():
+        raise UsageError(f"{where}: it exists and is not a directory")
+    try:
+        if target.is_dir() and any(target.iterdir()):
+            raise UsageError(f"{where}: it exists and is not empty")
+    except OSError as e:
+        raise refused(target, e.strerror or str(e)) from e

@@ -4,6 +4,7 @@ data. Nothing here starts a process or builds a tool; `agi.assemble` does that."
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,10 @@ from agi.errors import UsageError
 from agi.sandbox import Policy
 
 if TYPE_CHECKING:
+    from agi.commands import Command
     from agi.hooks import Hooks
+    from agi.permissions import Permissions
+    from agi.plugins import Plugin
     from agi.skills import Skill
     from agi.subagents import AgentFile
 
@@ -63,7 +67,8 @@ class ToolSources:
     builtin: bool = True  # the built-in tools (Bash, files, Terminal, calculate) and Task
     files: list[Path] = field(default_factory=list)  # --tool
     dirs: list[Path] = field(default_factory=list)  # --tools-dir, and tools/ beside the config
-    mcp: list[Path] = field(default_factory=list)  # --mcp, and mcp.json beside the config
+    mcp: list[Any] = field(default_factory=list)  # --mcp, mcp.json beside the config: Path or
+    # agi.mcp_config.McpSource (a plugin's servers, or a file with settings files' env)
     allow: list[str] | None = None  # --tools: the names offered (None: all)
     none: bool = False  # --no-tools
 
@@ -101,6 +106,10 @@ class Settings:
     max_cost: float | None = None  # --max-cost: USD a run may spend
     prices: dict[str, Any] = field(default_factory=dict)  # [prices."MODEL"] tables, USD per Mtok
     window: Window = field(default_factory=Window)  # compaction: compact, threshold, windows
+    permissions: Permissions | None = None  # rules and mode (section 12), when any are given
+    commands: list[Command] = field(default_factory=list)  # slash commands, by name
+    env: dict[str, str] = field(default_factory=dict)  # settings files' env: tools, hooks, MCP
+    plugins: list[Plugin] = field(default_factory=list)  # --plugin-dir, for listings
 
     def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
         """A subagent's settings: its file's prompt, tools and model; no ghost exchanges."""
@@ -120,18 +129,28 @@ class Settings:
 
     @classmethod
     def load(cls, flags: dict[str, Any]) -> Settings:
-        from agi.config import agi_home, config_path, load_file, merged, resolve_model
+        from agi.config import agi_home, config_path, load_file, merged, resolve_model, seconds
 
         path = config_path()
         file = load_file(path)
         warnings: list[str] = []
-        extensions = _extensions(flags, file, path.parent, warnings)
+        model = resolve_model(flags, file, path)
+        extensions = _extensions(flags, file, path, warnings)
+        tools = _tool_sources(flags, file, path.parent)
+        tools.mcp += extensions.pop("mcp", [])
+        if extensions.get("env"):
+            from agi.mcp_config import McpSource
+
+            env = extensions["env"]
+            tools.mcp = [
+                McpSource(path=p, env=env) if isinstance(p, Path) else p for p in tools.mcp
+            ]
         return cls(
-            model=resolve_model(flags, file, path),
-            system=system_prompt(merged(flags, file, "sys")),
-            tools=_tool_sources(flags, file, path.parent),
+            model=model,
+            system=system_prompt(listed(merged(flags, file, "sys"))),  # "p.md": one file
+            tools=tools,
             max_steps=merged(flags, file, "max_steps", 50),
-            timeout=merged(flags, file, "timeout"),
+            timeout=seconds(merged(flags, file, "timeout")),
             output=merged(flags, file, "output", "text"),
             verbose=bool(merged(flags, file, "verbose")),
             quiet=bool(merged(flags, file, "quiet")),
@@ -200,28 +219,86 @@ def _tool_sources(flags: dict[str, Any], file: dict[str, Any], home: Path) -> To
 
 
 def _extensions(
-    flags: dict[str, Any], file: dict[str, Any], home: Path, warnings: list[str]
+    flags: dict[str, Any], file: dict[str, Any], config: Path, warnings: list[str]
 ) -> dict[str, Any]:
-    """Hooks, subagent files and skills: read and checked now (bad files are usage errors)."""
-    from agi.config import paths
+    """Hooks, subagent files, skills, plugins, commands, settings files and permission rules:
+    read and checked now (bad files are usage errors); nothing is started."""
+    from agi.config import merged, paths
 
+    home = config.parent
     found: dict[str, Any] = {}
+    claude = _claude(flags, file, config, warnings)
+    found.update(claude)
     hook_files = paths(flags, file, "hooks", home / "hooks.json")
-    if hook_files:
+    extra_hooks = found.pop("extra_hooks")
+    if hook_files or extra_hooks:
         from agi.hooks import load_hooks
 
-        found["hooks"] = load_hooks(hook_files)
+        found["hooks"] = load_hooks(hook_files, extra=extra_hooks)
         warnings += found["hooks"].warnings
     agent_dirs = paths(flags, file, "agents", home / "agents")
+    found["agents"] = found.get("agents", [])
     if agent_dirs:
         from agi.subagents import load_agents
 
-        found["agents"], more = load_agents(agent_dirs)
+        agents, more = load_agents(agent_dirs)
+        found["agents"] = agents + found["agents"]
         warnings += more
     skill_dirs = paths(flags, file, "skills", home / "skills")
+    found["skills"] = found.get("skills", [])
     if skill_dirs:
         from agi.skills import load_skills
 
-        found["skills"], more = load_skills(skill_dirs)
+        skills, more = load_skills(skill_dirs)
+        found["skills"] = skills + found["skills"]
         warnings += more
+    command_dirs = paths(flags, file, "commands", home / "commands")
+    if command_dirs:
+        from agi.commands import find_commands
+
+        found["commands"] = find_commands(command_dirs, warnings=warnings) + found["commands"]
+    if merged(flags, file, "permission_mode") is not None:
+        from agi.permissions import Permissions
+
+        permissions = found["permissions"] or Permissions()
+        found["permissions"] = Permissions(
+            permissions.rules, merged(flags, file, "permission_mode")
+        )
+    return found
+
+
+def _claude(
+    flags: dict[str, Any], file: dict[str, Any], config: Path, warnings: list[str]
+) -> dict[str, Any]:
+    """Claude Code's parts: plugins, settings files, and the permission rules of every source."""
+    from agi.config import merged
+
+    found: dict[str, Any] = {"extra_hooks": [], "commands": [], "env": {}, "permissions": None}
+    plugin_dirs = [Path(p) for p in listed(merged(flags, file, "plugins"))]
+    if plugin_dirs:
+        from agi.plugins import load_plugins
+
+        parts = load_plugins(plugin_dirs)
+        warnings += parts.warnings
+        found.update(plugins=parts.plugins, skills=parts.skills, agents=parts.agents)
+        found.update(commands=parts.commands, mcp=parts.mcp, extra_hooks=parts.hooks)
+    settings_files = [Path(p) for p in listed(merged(flags, file, "settings"))]
+    rules_given = any(merged(flags, file, k) for k in ("allow", "ask", "deny"))
+    if not settings_files and not rules_given:
+        return found
+    from agi.claude_settings import read_claude_settings
+    from agi.permissions import COMMAND_LINE, KINDS, Permissions, notes, parse_rules
+
+    claude = read_claude_settings(settings_files)
+    warnings += claude.warnings
+    found["extra_hooks"] = claude.hooks + found["extra_hooks"]
+    found["env"] = claude.env
+    rules = list(claude.rules)
+    for kind in KINDS:
+        if flags.get(kind):
+            rules += parse_rules(flags[kind], kind, COMMAND_LINE, os.getcwd())
+        elif file.get(kind):
+            rules += parse_rules(listed(file[kind]), kind, str(config), os.getcwd())
+    found["permissions"] = Permissions(rules, claude.mode or "default")
+    warnings += notes(found["permissions"])
     return found

@@ -229,7 +229,14 @@ def read_skill(directory: Path) -> Skill:
     meta = parse_front_matter(split_front_matter(text)[0])
     name = meta.get("name") or directory.name
     description = meta.get("description")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][\w.:-]{0,63}", name):
+    word = r"[A-Za-z0-9][\w.:-]{0,63}"
+    if (
+        isinstance(name, str)
+        and not re.fullmatch(word, name)
+        and re.fullmatch(word, directory.name)
+    ):
+        name = directory.name  # a display name ("Writing Hookify Rules"): Claude Code uses the dir
+    if not isinstance(name, str) or not re.fullmatch(word, name):
         raise FrontMatterError(f"'name' must be a short word (letters, digits, -_.:), got {name!r}")
     if not isinstance(description, str) or not description.strip():
         raise FrontMatterError(
@@ -315,14 +322,25 @@ class SkillTool:
         }
 
     def find(self, name: str) -> Skill:
+        """By full name, by a plugin skill's bare name when no other has it, or ignoring case."""
+        from agi.qualified import resolve
+
         name = name.strip().lstrip("/")
-        found = self.skills.get(name) or next(
+        full = resolve(name, self.skills)
+        found = self.skills.get(full or name) or next(
             (s for n, s in self.skills.items() if n.lower() == name.lower()), None
         )
         if found is None:
             names = ", ".join(self.skills) or "none"
             raise ToolError(f"there is no skill named {json.dumps(name)} (available: {names})")
         return found
+
+    def canonical(self, input: dict[str, Any]) -> set[str]:
+        """The full name the call's `skill` stands for, for `Skill(NAME)` permission rules."""
+        try:
+            return {self.find(str(input.get("skill") or "")).name}
+        except ToolError:
+            return set()
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         name, args = input.get("skill"), input.get("args")

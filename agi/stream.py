@@ -11,11 +11,11 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from agi.decoding import SurrogateJoin, clean
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall, Usage
+from agi.provider_errors import RETRYABLE_STATUS, error_message, error_status, provider_error
 from agi.usage import messages_usage, parse_usage
-
-RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -42,44 +42,6 @@ def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
             event = value
     if data:
         yield event or "message", "\n".join(data)
-
-
-def error_message(body: Any) -> str:
-    """The human part of a provider's error body, whatever shape it has."""
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, str):
-            return err
-        if isinstance(err, dict):
-            msg = err.get("message") or err.get("detail") or err.get("type") or ""
-            raw = (
-                (err.get("metadata") or {}).get("raw")
-                if isinstance(err.get("metadata"), dict)
-                else None
-            )
-            if raw and isinstance(raw, str):
-                msg = f"{msg}: {raw}" if msg else raw
-            return str(msg) if msg else json.dumps(err)[:300]
-        if "detail" in body:
-            return str(body["detail"])
-    return str(body)[:300]
-
-
-def provider_error(status: int | None, body: Any) -> ProviderError:
-    message = error_message(body)
-    prefix = f"HTTP {status}: " if status else ""
-    return ProviderError(prefix + message, status, retryable=status in RETRYABLE_STATUS)
-
-
-def _error_status(err: Any, default: int | None) -> int | None:
-    if isinstance(err, dict):
-        for key in ("status_code", "code", "status"):
-            value = err.get(key)
-            if isinstance(value, int):
-                return value
-            if isinstance(value, str) and value.isdigit():
-                return int(value)
-    return default
 
 
 class ThinkSplitter:
@@ -170,7 +132,7 @@ def anthropic_error(body: Any, status: int | None = None, where: str = "") -> Pr
     if isinstance(kind, str) and kind not in message:
         message = f"{kind}: {message}"
     status = status or (ANTHROPIC_ERRORS.get(kind) if isinstance(kind, str) else None)
-    status = status or _error_status(err, None)  # a gateway's own shape, with a `code`
+    status = status or error_status(err, None)  # a gateway's own shape, with a `code`
     prefix = f"HTTP {status}: " if status and not where else ""
     return ProviderError(prefix + message + where, status, retryable=status in RETRYABLE_STATUS)
 
@@ -194,6 +156,8 @@ class StreamAssembler:
         self.blocks: dict[Any, dict[str, Any]] = {}  # the open thinking blocks by index
         self.seeded: set[Any] = set()  # tool_use blocks whose input came whole at their start
         self.text_gap = False  # a new text block after earlier text: a paragraph break
+        # an escape pair (\ud83d \ude00) may be split across chunks: joined before release
+        self.text_join, self.reasoning_join = SurrogateJoin(), SurrogateJoin()
 
     @property
     def delivered(self) -> bool:
@@ -212,7 +176,7 @@ class StreamAssembler:
             out = self._openai(chunk)
         err = chunk.get("error")
         if err or event == "error":
-            raise provider_error(_error_status(err, None), chunk)
+            raise provider_error(error_status(err, None), chunk)
         return out
 
     def _openai(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
@@ -332,12 +296,14 @@ class StreamAssembler:
         if reasoning:
             self.reasoning_field = self.reasoning_field or "reasoning"
             out.append(self._add_reasoning(reasoning))
+        text = self.text_join.feed(text) if text else ""
         if text:
             self.text.append(text)
             out.append(TextDelta(text))
         return out
 
     def _add_reasoning(self, s: str) -> ReasoningDelta:
+        s = self.reasoning_join.feed(s)
         self.reasoning.append(s)
         return ReasoningDelta(s)
 
@@ -362,8 +328,18 @@ class StreamAssembler:
             call.arguments += json.dumps(args)
 
     def flush(self) -> list[TextDelta | ReasoningDelta]:
-        """Release text held back while looking for a `</think>` split across chunks."""
-        return self._emit(*self.think.flush())
+        """Release text held back while looking for a `</think>` (or the second half of an
+        escape pair) split across chunks."""
+        out = self._emit(*self.think.flush())
+        for held, kept, event in (
+            (self.reasoning_join, self.reasoning, ReasoningDelta),
+            (self.text_join, self.text, TextDelta),
+        ):
+            rest = held.flush()
+            if rest:
+                kept.append(rest)
+                out.append(event(rest))
+        return out
 
     def finish(self) -> Reply:
         self.flush()
@@ -372,7 +348,9 @@ class StreamAssembler:
             usage = usage or Usage(calls=1)
             usage.cost = self.provider_cost if usage.cost is None else usage.cost
         calls = [
-            ToolCall(c.id or f"call_{os.urandom(12).hex()}", c.name, c.arguments)
+            ToolCall(
+                clean(c.id) or f"call_{os.urandom(12).hex()}", clean(c.name), clean(c.arguments)
+            )
             for c in self.calls
             if c.name
         ]

@@ -100,9 +100,20 @@ class Task:
             "required": ["description", "prompt"],
         }
 
+    def kind(self, input: dict[str, Any]) -> str:
+        """The full name of the agent asked for: a plugin's agent also by its bare name."""
+        from agi.qualified import resolve
+
+        kind = str(input.get("subagent_type") or GENERAL)
+        return resolve(kind, [GENERAL, *self.agents]) or kind
+
+    def canonical(self, input: dict[str, Any]) -> set[str]:
+        """For `Task(AGENT)` permission rules."""
+        return {self.kind(input)}
+
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         prompt = require(input, "prompt")
-        kind = input.get("subagent_type") or GENERAL
+        kind = self.kind(input)
         if kind == GENERAL:
             agent = AgentFile(GENERAL, "general-purpose subagent", "", None)
         elif kind in self.agents:
@@ -118,4 +129,5 @@ class Task:
 def subagent_dir(parent: Path, name: str) -> Path:
     import secrets
 
+    name = name.replace(":", "-")  # a plugin's agent: PLUGIN:NAME
     return parent / "subagents" / f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-{secrets.token_hex(3)}"

@@ -7,14 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agi.decoding import one_line
 from agi.errors import UsageError
 from agi.sandbox import Policy
-from agi.session import Session, iter_sessions, session_size
+from agi.session import Session, iter_sessions, read_meta, session_size
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")  # not at U+2028
     except FileNotFoundError:
         return
     for line in lines:
@@ -37,17 +38,15 @@ def human_size(n: int) -> str:
 def list_sessions(home: Path) -> str:
     """One line per session, newest first: path, first prompt, model, messages, size."""
     rows = []
-    for path in iter_sessions(home):
-        try:
-            meta = json.loads((path / "meta.json").read_text())
-        except (OSError, ValueError):
-            meta = {}
+    for path in iter_sessions(home):  # one bad session spoils no other's line
+        meta = read_meta(path)
         prompt = " ".join(str(meta.get("first_prompt", "")).split())
         prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
+        fields = [str(path), *(str(meta.get(k, "?")) for k in ("updated", "model", "messages"))]
+        path_, updated, model, count = map(one_line, fields)
         rows.append(
-            f"{path}\t{meta.get('updated', '?')}\t{meta.get('model', '?')}\t"
-            f"{meta.get('messages', '?')} messages\t{human_size(session_size(path))}\t"
-            f"{usage_summary(meta.get('usage'))}\t{prompt}"
+            f"{path_}\t{updated}\t{model}\t{count} messages\t{human_size(session_size(path))}\t"
+            f"{usage_summary(meta.get('usage'))}\t{one_line(prompt)}"
         )
     return "\n".join(rows)
 
@@ -78,6 +77,9 @@ def show(path: Path) -> str:
         for t in _jsonl(path / "trace.jsonl")
         if t.get("type") == "tool"
     }
+    decisions = {  # permission rules' decisions, by tool call
+        t.get("id"): t for t in _jsonl(path / "trace.jsonl") if t.get("type") == "permission"
+    }
     model_times = [  # each reply's duration and usage
         (t.get("seconds"), t.get("usage"))
         for t in _jsonl(path / "trace.jsonl")
@@ -95,9 +97,16 @@ def show(path: Path) -> str:
     if "usage" in meta:
         out.append(f"usage {usage_summary(meta['usage'], detail=True)}")
     replies = iter(model_times)
-    for m in session.messages:
+    copies = 0  # a compaction's copies of the turns it kept: already shown above
+    for i, m in enumerate(session.messages):
         role = m.get("role")
-        if role == "user":
+        if i in session.hidden or copies:  # an unfinished compaction's lines; kept copies
+            copies -= 0 if i in session.hidden else 1
+            continue
+        if isinstance(m.get("compaction"), dict):
+            out += _compaction(m)
+            copies = int(m["compaction"].get("kept") or 0)
+        elif role == "user":
             out += ["", "▶ user", _indent(str(m.get("content", "")))]
         elif role == "assistant":
             took, used = next(replies, (None, None))
@@ -115,10 +124,33 @@ def show(path: Path) -> str:
         elif role == "tool":
             took = tool_times.get(m.get("tool_call_id"))
             timing = f" ({took:.2f}s)" if isinstance(took, float) else ""
+            decision = decisions.get(m.get("tool_call_id"))
+            if decision is not None:
+                out.append(_indent(_permission(decision)))
             out.append(_indent(f"⎿{timing} " + str(m.get("content", ""))))
     for warning in session.warnings:
         out.append(f"(warning: {warning})")
     return "\n".join(out)
+
+
+def _compaction(record: dict[str, Any]) -> list[str]:
+    """A compaction record as --show prints it: what it stands for, then the summary."""
+    c = record["compaction"]
+    how = "mechanically" if c.get("mechanical") else str(c.get("trigger", "auto"))
+    head = (
+        f"── compacted ({how}): {c.get('summarized', '?')} messages summarised, about "
+        f"{c.get('tokens_before', '?')} → {c.get('tokens_after', '?')} tokens; "
+        f"the last {c.get('kept', 0)} kept as they were ──"
+    )
+    return ["", head, _indent(str(record.get("content", "")))]
+
+
+def _permission(record: dict[str, Any]) -> str:
+    """A permission decision as --show prints it: `⚖ deny by rule "Bash(rm:*)" (FILE)`."""
+    verdict = "denied" if record.get("denied") else "allowed"
+    rule = record.get("rule")
+    why = f'rule "{rule}" ({record.get("source")})' if rule else f"mode {record.get('mode')}"
+    return f"⚖ {verdict} by {why}" + (" after a hook allowed it" if record.get("hook") else "")
 
 
 def _indent(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from agi import __version__
 from agi.errors import Cancelled, ProviderError, TimeLimit
 from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, Usage, wire_message
-from agi.stream import StreamAssembler, iter_sse, provider_error
+from agi.provider_errors import provider_error
+from agi.stream import StreamAssembler, iter_sse
 from agi.usage import header_cost
 
 if TYPE_CHECKING:
@@ -47,6 +49,35 @@ def retry_after(headers: Any) -> float | None:
 
         when = email.utils.parsedate_to_datetime(value) if value else None
         return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+# A 5xx whose body blames the request, not the server: llama-cpp-python answers a request its
+# pydantic model rejects with a 500 carrying the validation error; llama.cpp's server reports a
+# schema it cannot turn into a grammar as a 500 in older versions.
+INVALID_REQUEST = re.compile(
+    r"validation errors?( for|:)|\bInput should be\b|\bField required\b|response_format|"
+    r"Extra inputs are not permitted|invalid_request_error|RequestValidationError|"
+    r"\bnot supported\b|\bunsupported (param|parameter|value|type)|failed to parse grammar|"
+    r"JSON schema",
+    re.I,
+)
+
+
+def invalid_request(body: str) -> bool:
+    """Whether an error body says the request itself is invalid (so retrying cannot help)."""
+    return bool(INVALID_REQUEST.search(body))
+
+
+def amended(body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+    """The request to send at once instead of one that failed this way, or None."""
+    dropped = next((k for k in OPTIONAL if k in body and k in str(error)), None)
+    if error.status in (400, 422) and dropped:  # a server that rejects an optional parameter
+        return {k: v for k, v in body.items() if k != dropped}
+    if getattr(error, "empty", False) and body.get("stream"):
+        # llama-cpp-python fails a streamed request (one too long, say) after its 200, with an
+        # empty stream; asked without streaming, it answers with the error that says why
+        return {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
+    return None
 
 
 def backoff(attempt: int) -> float:
@@ -203,14 +234,15 @@ class Transport:
                         "attempt": attempt,
                         "error": str(e),
                         "status": e.status,
+                        **({"body": e.body} if e.body else {}),
                         "chunks": asm.chunks,
                         "seconds": round(time.monotonic() - started, 3),
                     }
                 )
-                dropped = next((k for k in OPTIONAL if k in body and k in str(e)), None)
-                if e.status in (400, 422) and dropped:
-                    body = {k: v for k, v in body.items() if k != dropped}
-                    continue  # a server that rejects an optional parameter: ask again without
+                changed = amended(body, e) if attempt < ATTEMPTS else None
+                if changed is not None:
+                    body = changed
+                    continue
                 if not e.retryable or asm.delivered or attempt == ATTEMPTS:
                     raise
                 wait = self._retry_wait(e, attempt)
@@ -331,12 +363,7 @@ class Transport:
                 if resp.status_code >= 400:
                     raise self._http_error(resp)
                 asm.provider_cost = header_cost(resp.headers)
-                if "json" in resp.headers.get("content-type", ""):
-                    # a server that ignores stream=true answers with one whole completion
-                    chunk = self._json(resp.read().decode("utf-8", "replace"))
-                    yield from asm.feed(chunk)
-                else:
-                    yield from self._read_sse(resp, asm)
+                yield from self._read_body(resp, asm)
                 yield from asm.flush()
                 return asm.finish()
         except httpx.TimeoutException as e:
@@ -352,6 +379,16 @@ class Transport:
                 f"cannot reach {self.config.base_url}: {e or type(e).__name__}", retryable=True
             ) from e
 
+    def _read_body(
+        self, resp: httpx.Response, asm: StreamAssembler
+    ) -> Generator[Event, None, None]:
+        """The response's chunks into the assembler: an event stream, or one whole completion
+        from a server that ignores stream=true."""
+        if "json" in resp.headers.get("content-type", ""):
+            yield from asm.feed(self._json(resp.read().decode("utf-8", "replace")))
+        else:
+            yield from self._read_sse(resp, asm)
+
     def _read_sse(self, resp: httpx.Response, asm: StreamAssembler) -> Generator[Event, None, None]:
         for event, data in iter_sse(self._lines(resp)):
             if data.strip() == "[DONE]":
@@ -359,10 +396,12 @@ class Transport:
             yield from asm.feed(self._json(data), event)
         self._check_cancelled()  # a cancel shuts the socket: the stream ends here
         if asm.finish_reason is None:  # [DONE] may be missing, but not both
-            raise ProviderError(
+            error = ProviderError(
                 "the stream ended early (the connection closed before a finish_reason or [DONE])",
                 retryable=True,
             )
+            error.empty = not asm.chunks  # type: ignore[attr-defined]
+            raise error
 
     def _lines(self, resp: httpx.Response) -> Generator[str, None, None]:
         """Response lines, checking the deadline and the idle limit even across keep-alives."""
@@ -395,11 +434,14 @@ class Transport:
         except ValueError:
             body = raw.strip() or resp.reason_phrase
         error = self.error_from(resp.status_code, body)
+        error.body = raw  # the whole of it goes to the trace; the message is one line
         error.retry_after = retry_after(resp.headers)  # type: ignore[attr-defined]
         from agi.context import is_too_long
 
         if is_too_long(resp.status_code, raw):  # llama.cpp may say so with a 500: no retry
             error.too_long, error.retryable = True, False
+        elif resp.status_code >= 500 and invalid_request(raw):
+            error.retryable = False  # the same request would fail the same way
         return error
 
     def error_from(self, status: int, body: Any) -> ProviderError:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import AGI, FIXTURES, start_agi, wait_for_file
-from fakeserver import FakeModel, hang, status, text
+from fakeserver import FakeModel, _chunk, hang, raw, status, text
 
 SUMMARY_MARK = "Summarise the conversation above for an assistant"
 WINDOW = 16_000
@@ -135,7 +135,19 @@ def test_show_and_fork_read_the_compacted_session(agi, tmp_path, config):
     with FakeModel(responder()) as server:
         assert agi("-s", str(session), "go on", server=server).returncode == 0
     shown = agi("--show", str(session))
-    assert shown.returncode == 0 and "compact" in shown.stdout.lower()
+    assert shown.returncode == 0, shown.stderr
+    (record,) = records(session)
+    assert shown.stdout.count("── compacted (auto)") == 1
+    assert f"{record['compaction']['summarized']} messages summarised" in shown.stdout
+    assert "SUMMARY: the task so far." in shown.stdout
+    # the kept copies are not shown twice; every prompt appears once, the new one last
+    assert shown.stdout.count("Step 3: check run 3 for errors.") == 1
+    stored = [json.loads(x) for x in lines(session)]
+    at = next(i for i, m in enumerate(stored) if "compaction" in m)
+    copies = stored[at + 1 : at + 1 + record["compaction"]["kept"]]
+    prompts = [m["content"] for m in copies if m["role"] == "user"]
+    assert prompts and all(shown.stdout.count(p) == 1 for p in prompts)
+    assert shown.stdout.rstrip().endswith("All done.")
     with FakeModel(text("forked")) as server:
         r = agi("--fork", str(session), "-s", str(tmp_path / "f"), "and now?", server=server)
     assert r.returncode == 0, r.stderr
@@ -185,11 +197,21 @@ def test_compaction_off_suggests_agi_compact(agi, tmp_path):
     assert "agi --compact" in line
 
 
-@pytest.mark.parametrize("failure", ["error", "empty"])
+def cut_off(content: str) -> Any:
+    """A reply that ends at the output limit (`finish_reason: "length"`)."""
+    frames = [_chunk({"role": "assistant", "content": content}), _chunk({}, "length")]
+    return raw(b"".join(frames) + b"data: [DONE]\n\n")
+
+
+@pytest.mark.parametrize("failure", ["error", "empty", "cut off"])
 def test_a_failed_summary_falls_back_to_a_mechanical_one(agi, tmp_path, config, failure):
     session = tmp_path / "s"
     fill(session, agi, 200_000)
-    bad = status(400, {"error": {"message": "bad request"}}) if failure == "error" else text("")
+    bad = {
+        "error": status(400, {"error": {"message": "bad request"}}),
+        "empty": text(""),
+        "cut off": cut_off("SUMMARY: the task so fa"),
+    }[failure]
 
     def reply(body: dict[str, Any]) -> Any:
         return bad if is_summary(body) else text("still working")
@@ -243,7 +265,7 @@ def test_precompact_and_session_start_compact_hooks(agi, tmp_path, config):
     assert events[1]["source"] == "compact"
     final = server.requests[-1]["messages"]
     assert final[1]["content"].startswith("[Summary")
-    assert "RULE: tabs" in json.dumps(final)  # the context the hook added, after the summary
+    assert "RULE: tabs" in final[2]["content"]  # the hook's context, right after the summary
 
 
 def test_manual_compact_prints_the_summary_with_the_focus(agi, tmp_path):
@@ -272,7 +294,7 @@ def test_repl_compact_command(agi, tmp_path):
     assert server.requests[-1]["messages"][1]["content"].startswith("[Summary")
 
 
-@pytest.mark.parametrize("point", ["summary_request", "pre_compact", "after_record"])
+@pytest.mark.parametrize("point", ["summary_request", "pre_compact", "session_start_compact"])
 def test_sigkill_during_a_compaction_leaves_a_session_that_continues(
     agi, tmp_path, env, config, point
 ):

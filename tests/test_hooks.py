@@ -114,8 +114,9 @@ def test_no_matching_hook_runs_nothing(tmp_path: Path) -> None:
     outcome = hooks.run("PreToolUse", payload("pretooluse_bash_rm_rf"))
     assert outcome.runs == [] and not outcome.blocked
     assert not load_hooks([], project_dir=tmp_path)
+    assert hooks.run("PreCompact", payload("precompact")).runs == []  # known, none configured
     with pytest.raises(ValueError, match="unknown hook event"):
-        hooks.run("PreCompact", payload("precompact"))
+        hooks.run("NoSuchEvent", payload("precompact"))
 
 
 # -- matchers ------------------------------------------------------------------------------------

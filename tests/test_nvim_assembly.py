@@ -2,13 +2,15 @@
 that SessionStart hooks export reach the tools, and `react = true` speaks the ReAct protocol.
 A real headless Neovim, the real remote plugin, the scripted model server."""
 
+# ruff: noqa: F811  (the Neovim fixtures imported from test_nvim are test parameters here)
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from fakeserver import FakeModel, call, text
 from test_nvim import PY_BUFFER, editor, manifest, needs_nvim  # noqa: F401  (fixtures)
+
+from fakeserver import FakeModel, call, text
 
 REFACTORED = "```python\nresult = [x * 2 for x in items]\n```"
 EXPECTED = [

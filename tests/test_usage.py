@@ -367,6 +367,20 @@ def test_meta_json_accumulates_across_runs_and_show_and_list_show_it(agi, tmp_pa
     assert row.startswith(str(session)) and "\t20 in, 10 out, $0.03\t" in row
 
 
+def test_an_unknown_cost_in_meta_stays_unknown_after_a_priced_run(agi, tmp_path):
+    config(tmp_path, PRICED)
+    session = tmp_path / "s"
+    with FakeModel(text("no usage reported", usage=None)) as server:
+        assert agi("-s", str(session), "one", server=server).returncode == 0
+    assert json.loads((session / "meta.json").read_text())["usage"]["cost"] is None
+    with FakeModel(text("priced")) as server:
+        assert agi("-s", str(session), "two", server=server).returncode == 0
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["usage"]["input"] == 10 and meta["usage"]["cost"] is None
+    row = agi("--list-sessions").stdout.splitlines()[0]
+    assert "cost unknown" in row
+
+
 def test_ghost_exchanges_are_counted(agi, tmp_path):
     config(tmp_path, PRICED)
     with FakeModel(text("forty-two"), text('{"n": 42}')) as server:
@@ -467,3 +481,27 @@ def test_bad_prices_in_the_config_are_usage_errors(agi, tmp_path, toml, message)
         r = agi("hi", server=server)
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert server.requests == []
+
+
+def test_max_cost_with_an_unpriced_subagent_model_is_a_usage_error_before_any_call(agi, tmp_path):
+    config(tmp_path, PRICED)
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "helper.md").write_text(
+        "---\nname: helper\ndescription: helps\nmodel: openai:unpriced-model\n---\nHelp.\n"
+    )
+    with FakeModel(text("never")) as server:
+        r = agi("--agents", str(agents), "--max-cost", "1", "go", server=server)
+    assert r.returncode == 2 and server.requests == [], r.stderr
+    (line,) = r.stderr.splitlines()
+    assert 'prices."openai:unpriced-model"' in line
+
+
+def test_max_cost_stops_when_a_call_reports_no_usage(agi, tmp_path):
+    config(tmp_path, PRICED)
+    script = [calls(("Bash", {"command": "true"}), usage=None), text("never")]
+    with FakeModel(*script) as server:
+        r = agi("--max-cost", "1", "go", server=server)
+    assert r.returncode == 4 and len(server.requests) == 1
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("agi: ") and "reported no usage" in line

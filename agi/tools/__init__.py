@@ -58,10 +58,12 @@ class Toolbox:
         lifecycle: Any = None,
         *,
         owner: bool = True,
+        guard: Any = None,
     ):
         self.tools = {t.name: t for t in tools}
         self.ctx = ctx or ToolContext()
         self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
+        self.guard = guard  # agi.permissions.Guard: the permission rules, when there are any
         self.owner = owner  # a subagent's toolbox shares its parent's tools and must not close them
 
     def interrupt(self) -> None:
@@ -114,11 +116,17 @@ class Toolbox:
         except ToolError as e:
             return Result(call, f"Error: {e}", True, time.monotonic() - started)
         notes: list[str] = []
+        approved = False  # a PreToolUse hook allowed it: deny rules still hold
         if self.lifecycle is not None:
-            input, denied, notes = self.lifecycle.before_tool(call, input)
+            input, denied, notes, approved = self.lifecycle.before_tool(call, input)
             if denied is not None:
                 text = _with_notes(denied, notes)
                 return Result(call, text, True, time.monotonic() - started)
+        if self.guard is not None:
+            aliases = tool.canonical(input) if hasattr(tool, "canonical") else None
+            refusal = self.guard.check(call.id, call.name, input, self.ctx.cwd, aliases, approved)
+            if refusal is not None:
+                return Result(call, _with_notes(refusal, notes), True, time.monotonic() - started)
         text, is_error, response = self._execute(tool, input)
         if self.lifecycle is not None:
             notes += self.lifecycle.after_tool(call, input, text, is_error, response)

@@ -1,15 +1,26 @@
-"""File tools with Claude Code's names and inputs: Read, Write, Edit, TempDir."""
+"""File tools with Claude Code's names and inputs: Read, Write, Edit, TempDir.
+
+Read streams the lines it returns (agi.tools.reading); Edit decodes with `surrogateescape`, so
+the bytes of a file that is not UTF-8 are written back exactly as they were, except where the
+edit is.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from agi.decoding import clean
 from agi.errors import ToolError
 from agi.tools.protocol import ToolContext, require
+from agi.tools.reading import SNIFF, Lines, deadline_check, open_regular
 
 READ_LIMIT = 2000  # lines returned by default
 LINE_LIMIT = 2000  # characters per line
+NOT_UTF8 = (
+    "; {path} is not valid UTF-8: Read showed its other bytes as U+FFFD, which no "
+    "old_string can match (match the text around them)"
+)
 
 
 def resolve(file_path: str, ctx: ToolContext) -> Path:
@@ -18,12 +29,21 @@ def resolve(file_path: str, ctx: ToolContext) -> Path:
 
 
 def read_text(path: Path) -> str:
-    if path.is_dir():
-        raise ToolError(f"{path} is a directory")
-    data = path.read_bytes()
-    if b"\0" in data[:8192]:
+    """A whole text file, decoded so that writing it back gives the same bytes."""
+    with open_regular(path) as f:
+        data = f.read()
+    if b"\0" in data[:SNIFF]:
         raise ToolError(f"{path} is a binary file")
-    return data.decode("utf-8", "replace")
+    return data.decode("utf-8", "surrogateescape")
+
+
+def positive_int(input: dict[str, Any], key: str, default: int) -> int:
+    value = input.get(key)
+    if value is None or value == 0 and not isinstance(value, bool):  # 0: not given, as before
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ToolError("'offset' and 'limit' must be positive integers")
+    return value
 
 
 class Read:
@@ -42,25 +62,45 @@ class Read:
         "required": ["file_path"],
     }
 
+    def __init__(self) -> None:
+        self.interrupted = 0  # interrupt() counts up; a read that began before it stops
+
+    def interrupt(self) -> None:
+        self.interrupted += 1
+
+    close = interrupt
+
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         path = resolve(require(input, "file_path"), ctx)
-        offset = input.get("offset") or 1
-        limit = input.get("limit") or READ_LIMIT
-        if not isinstance(offset, int) or not isinstance(limit, int) or offset < 1 or limit < 1:
-            raise ToolError("'offset' and 'limit' must be positive integers")
-        lines = read_text(path).splitlines()
-        if not lines:
-            return f"({path} is empty)"
-        chosen = lines[offset - 1 : offset - 1 + limit]
-        if not chosen:
-            raise ToolError(f"{path} has only {len(lines)} lines; offset {offset} is past the end")
-        out = [
-            f"{n:6}\t{line[:LINE_LIMIT]}" + (" [line truncated]" if len(line) > LINE_LIMIT else "")
-            for n, line in enumerate(chosen, offset)
-        ]
-        rest = len(lines) - (offset - 1 + len(chosen))
-        if rest > 0:
-            out.append(f"({rest} more lines; read on with offset {offset + len(chosen)})")
+        offset = positive_int(input, "offset", 1)
+        limit = positive_int(input, "limit", READ_LIMIT)
+        started = self.interrupted
+        check = deadline_check(ctx.deadline, lambda: self.interrupted != started)
+        with open_regular(path) as f:
+            if b"\0" in f.read(SNIFF):
+                raise ToolError(f"{path} is a binary file")
+            f.seek(0)
+            lines = Lines(f, check, LINE_LIMIT * 4)  # a character is at most 4 bytes
+            return self.numbered(path, lines, offset, limit)
+
+    def numbered(self, path: Path, lines: Lines, offset: int, limit: int) -> str:
+        skipped = lines.skip(offset - 1)
+        out: list[str] = []
+        while len(out) < limit and (got := lines.next()) is not None:
+            data, cut = got
+            text = data.removesuffix(b"\r").decode("utf-8", "replace")
+            cut = cut or len(text) > LINE_LIMIT
+            out.append(f"{offset + len(out):6}\t{text[:LINE_LIMIT]}" + (" [line truncated]" * cut))
+        if not out:
+            if skipped == 0:
+                return f"({path} is empty)"
+            raise ToolError(f"{path} has only {skipped} lines; offset {offset} is past the end")
+        rest = lines.count_rest()
+        after = offset + len(out)
+        if rest is None:
+            out.append(f"(more lines follow; read on with offset {after})")
+        elif rest > 0:
+            out.append(f"({rest} more lines; read on with offset {after})")
         return "\n".join(out)
 
 
@@ -78,7 +118,7 @@ class Write:
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
-        content = require(input, "content")
+        content = clean(require(input, "content"))
         if path.is_dir():
             raise ToolError(f"{path} is a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -115,16 +155,17 @@ class Edit:
         text = read_text(path)
         count = text.count(old)
         if count == 0:
-            raise ToolError(f"old_string was not found in {path}")
+            undecoded = any("\udc80" <= c <= "\udcff" for c in text)
+            raise ToolError(
+                f"old_string was not found in {path}" + (NOT_UTF8.format(path=path) * undecoded)
+            )
         if count > 1 and not input.get("replace_all"):
             raise ToolError(
                 f"old_string occurs {count} times in {path}; give more context to "
                 "make it unique, or set replace_all"
             )
-        path.write_text(
-            text.replace(old, new) if input.get("replace_all") else text.replace(old, new, 1),
-            encoding="utf-8",
-        )
+        edited = text.replace(old, new) if input.get("replace_all") else text.replace(old, new, 1)
+        path.write_bytes(edited.encode("utf-8", "surrogateescape"))
         return f"Edited {path}: replaced {count if input.get('replace_all') else 1} occurrence(s)"
 
 

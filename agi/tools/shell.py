@@ -161,10 +161,16 @@ class Bash:
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         command = require(input, "command")
-        timeout_ms = input.get("timeout") or DEFAULT_TIMEOUT_MS
-        if not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
+        timeout_ms = input.get("timeout")
+        if timeout_ms is None or timeout_ms == 0 and not isinstance(timeout_ms, bool):
+            timeout_ms = DEFAULT_TIMEOUT_MS  # 0: not given
+        if (
+            not isinstance(timeout_ms, (int, float))
+            or isinstance(timeout_ms, bool)  # true is not 1 ms
+            or not timeout_ms > 0  # NaN too
+        ):
             raise ToolError("'timeout' must be a positive number of milliseconds")
-        timeout = min(float(timeout_ms), MAX_TIMEOUT_MS) / 1000
+        timeout = min(float(timeout_ms), MAX_TIMEOUT_MS) / 1000  # infinity: the cap
         left = ctx.remaining()
         if left is not None:
             timeout = min(timeout, left)

@@ -1,0 +1,213 @@
+"""The process around a run: standard streams that never end it with a traceback, signals
+held while it cleans up, and an exit that does not wait for threads stuck in a system call.
+
+- stdout: text goes out as UTF-8 (the bytes of a non-UTF-8 path as they were: agi.decoding);
+  when its reader went away (EPIPE) the rest is dropped and the CLI exits quietly with 141, as
+  filters killed by SIGPIPE do; any other failure (a full disk, a closed descriptor) raises
+  `OutputFailed`, an AgiError (exit 1) with one line.
+- stderr is for people: when it cannot be written (closed, full, a terminal that hung up) what
+  was meant for it is dropped, and the answer on stdout is not lost.
+- A closed descriptor 0, 1 or 2 is taken by /dev/null at once, so that no file agi opens
+  later gets its number (a session file that commands would write to as their stdout).
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agi.decoding import STDIO_ERRORS
+from agi.errors import AgiError, Interrupted, TimeLimit
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class OutputFailed(AgiError):
+    """stdout could not be written (not a closed pipe: that ends quietly)."""
+
+
+class Stdout(io.TextIOWrapper):
+    reader_gone = False  # EPIPE: what follows goes nowhere
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+        except OSError as e:
+            raise _failed(e) from e
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except BrokenPipeError:
+            self._gone()
+        except OSError as e:
+            raise _failed(e) from e
+
+    def _gone(self) -> None:
+        Stdout.reader_gone = True
+        _silence(1)
+        try:
+            super().flush()  # into /dev/null now, so nothing fails again at exit
+        except OSError:
+            pass
+
+
+class Stderr(io.TextIOWrapper):
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except (OSError, ValueError):
+            _silence(2)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except (OSError, ValueError):
+            _silence(2)
+
+
+def _failed(error: OSError) -> OutputFailed:
+    _silence(1)  # what is still buffered must not fail again at exit
+    why = "it is closed" if error.errno == errno.EBADF else error.strerror or str(error)
+    return OutputFailed(f"cannot write to stdout: {why}")
+
+
+def _silence(fd: int) -> None:
+    """From now on what goes to `fd` goes to /dev/null."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def silence_stdout() -> None:
+    _silence(1)
+
+
+def flush_stdout() -> bool:
+    """Flush stdout (OutputFailed if it cannot be written); whether its reader went away."""
+    sys.stdout.flush()
+    return Stdout.reader_gone
+
+
+def _occupy(fd: int) -> bool:
+    """Whether `fd` was open; a closed one is given /dev/null (stdout's: not writable)."""
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        pass
+    null = os.open(os.devnull, os.O_WRONLY if fd == 2 else os.O_RDONLY)
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)
+    return False
+
+
+def standard_streams() -> None:
+    """Set up the standard streams for a run (the real process only, not tests in-process)."""
+    for fd in (0, 1, 2):
+        _occupy(fd)
+    if sys.stdin is None:
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+    line = bool(sys.stdout is not None and sys.stdout.line_buffering)
+    sys.stdout = Stdout(_writer(1), "utf-8", STDIO_ERRORS, line_buffering=line)
+    sys.stderr = Stderr(_writer(2), "utf-8", STDIO_ERRORS, line_buffering=True)
+
+
+def _writer(fd: int) -> io.BufferedWriter:
+    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
+
+
+@contextmanager
+def signals_held() -> Iterator[list[int]]:
+    """Signals that arrive inside are noted (in the list yielded) instead of interrupting."""
+    held: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    old = {signum: signal.signal(signum, note) for signum in HELD_SIGNALS}
+    try:
+        yield held
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+
+
+def exit_now_if_stuck(code: int) -> None:
+    """The run is over: if a thread is still inside a tool (a read that never returns), exit
+    without waiting for it, as the interpreter otherwise would at exit."""
+    main = threading.main_thread()
+    if any(t.is_alive() and not t.daemon and t is not main for t in threading.enumerate()):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, AgiError, ValueError):
+                pass
+        os._exit(code)
+
+
+def hide_keys(key: str | None) -> None:
+    """Tools, hooks and MCP servers inherit agi's environment: agi's own key variables
+    (AGI_API_KEY, and any variable holding the key in use) leave it, unless
+    AGI_TOOL_ENV_KEYS names them (comma-separated) or is `*`."""
+    keep = {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
+    if "*" in keep:
+        return
+    for name, value in list(os.environ.items()):
+        if name not in keep and (name == "AGI_API_KEY" or key and len(key) >= 8 and value == key):
+            del os.environ[name]
+
+
+def interrupt_on(*signums: int) -> None:
+    """These signals interrupt the run like Ctrl-C (exit 128 + the signal's number)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    for signum in signums:
+        signal.signal(signum, interrupt)
+
+
+def arm_alarm(started: float, timeout: float) -> None:
+    """A backstop for --timeout: the transport and the tools honour the deadline themselves."""
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeLimit(timeout)
+
+    signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(0.1, started + timeout - time.monotonic()) + 1)
+
+
+def end_run(run: Any) -> Interrupted | None:
+    """SessionEnd hooks, then close what the run opened (connections, every process the tools
+    started, the session's lock). A signal during the hooks ends them; during the closing it is
+    held, so nothing is left behind. Returns the signal that came, if one did."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    cut: Interrupted | None = None
+    try:
+        run.end_hooks("other")
+    except KeyboardInterrupt:
+        cut = Interrupted(signal.SIGINT)
+    except Interrupted as e:
+        cut = e
+    except AgiError as e:
+        run.view.warn(run.redact(str(e)))
+    with signals_held() as held:
+        run.close()
+    return cut if cut is not None or not held else Interrupted(held[0])

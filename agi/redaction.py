@@ -1,0 +1,70 @@
+"""Keeping API keys out of every output: files, stdout, stderr, and streamed chunks.
+
+A key streamed in pieces is spread over several chunks that each look harmless; the trace keeps
+chunks, so they are redacted by the text they spell together, field by field.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+REDACTED = "[REDACTED]"
+MIN_SECRET = 4  # shorter values would redact ordinary words
+
+
+def usable(secrets: list[str | None]) -> list[str]:
+    return [s for s in secrets if s and len(s) >= MIN_SECRET]
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_chunks(chunks: list[Any], secrets: list[str]) -> list[Any]:
+    """Chunks with every secret removed from the text they stream, even split across them."""
+    if not secrets:
+        return chunks
+    chunks = copy.deepcopy(chunks)
+    fields: dict[tuple[Any, ...], list[tuple[Any, Any]]] = {}  # field -> (holder, key) pieces
+    for chunk in chunks:
+        block = chunk.get("index") if isinstance(chunk, dict) else None
+        _collect(chunk, (block,), fields)
+    for pieces in fields.values():
+        _redact_pieces(pieces, secrets)
+    return chunks
+
+
+def _collect(value: Any, path: tuple[Any, ...], fields: dict[tuple[Any, ...], list[Any]]) -> None:
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        if isinstance(item, str):
+            fields.setdefault((*path, key), []).append((value, key))
+        elif isinstance(item, (dict, list)):
+            _collect(item, (*path, key), fields)
+
+
+def _redact_pieces(pieces: list[tuple[Any, Any]], secrets: list[str]) -> None:
+    """Cut every secret out of the pieces' joined text: its first piece gets the marker."""
+    texts = [holder[key] for holder, key in pieces]
+    joined = "".join(texts)
+    hidden = [False] * len(joined)
+    for secret in secrets:
+        start = joined.find(secret)
+        while start >= 0:
+            hidden[start : start + len(secret)] = [True] * len(secret)
+            start = joined.find(secret, start + 1)
+    if not any(hidden):
+        return
+    at = 0
+    for (holder, key), text in zip(pieces, texts, strict=True):
+        out = []
+        for i, char in enumerate(text, at):
+            if not hidden[i]:
+                out.append(char)
+            elif i == 0 or not hidden[i - 1]:
+                out.append(REDACTED)
+        holder[key] = "".join(out)
+        at += len(text)
