@@ -78,11 +78,7 @@ def assemble(
         )
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
-    system = settings.system
-    if any(t.name == "Skill" for t in tools):
-        from agi.skills import skills_prompt
-
-        system += "\n\n" + skills_prompt(settings.skills)
+    system = system_text(settings, settings.system, tools)
     tool_ctx = ToolContext(
         cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
     )
@@ -101,6 +97,15 @@ def assemble(
 
     compactor = Compactor(settings, session, transport, lifecycle, ctx.warn)
     return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle, compactor)
+
+
+def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
+    """The system prompt an agent is sent: `prompt`, and the skills' list when it offers Skill."""
+    if not any(t.name == "Skill" for t in tools):
+        return prompt
+    from agi.skills import skills_prompt
+
+    return prompt + "\n\n" + skills_prompt(settings.skills)
 
 
 def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
@@ -169,7 +174,8 @@ def _warn_all(ctx: Context, warnings: list[str]) -> None:
 
 def prepare_tools(settings: Settings, ctx: Context) -> None:
     """Build the run's tools once (before any session is touched) and check --tools against
-    them: an unknown name is a usage error."""
+    them: an unknown name is a usage error. A sandbox that bwrap cannot build is one too."""
+    settings.sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
     for name, value in settings.env.items():  # settings files' env; hooks' exports come later
         ctx.env.setdefault(name, value)
     if ctx.tools is not None:
@@ -228,7 +234,8 @@ class Spawner:
         except (ProviderError, LimitReached) as e:
             raise ToolError(f"the subagent failed: {e}") from e
         finally:
-            session.add_usage(child.usage)
+            compactor = child.compactor
+            session.add_usage(child.usage + compactor.usage if compactor else child.usage)
             session.write_meta()
             child.close()
 

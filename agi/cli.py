@@ -315,6 +315,8 @@ def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
             raise UsageError("--continue cannot be used with --session or --fork")
         if args.compact and (args.repl or args.fork or not (args.session or args.cont)):
             raise UsageError("--compact works on a session: give -s DIR or -c (not -i, --fork)")
+        if args.compact and (args.schema or args.exit_code is not None):
+            raise UsageError("--compact prints the summary: it takes no --schema or --exit-code")
         prompt = "" if args.repl or args.compact or args.list_extensions else read_prompt(args)
         from pathlib import Path
 

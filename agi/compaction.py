@@ -9,7 +9,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.messages import Notice, drain, user
+from agi.messages import Notice, Usage, drain, user
 
 if TYPE_CHECKING:
     from agi.compact import Compaction
@@ -62,6 +62,7 @@ class Compactor:
         ) or known_window(model.model)
         self.asked = self.known is not None  # the server's listing: asked at most once a run
         self.meter = Estimator()
+        self.usage = Usage()  # the summary requests' (the loop's own calls are the agent's)
         self.deferred: list[str] | None = None  # warnings held while a refused request is resent
         self.truncation_told = False  # the warning that the server cut the prompt, given once
 
@@ -182,6 +183,8 @@ class Compactor:
         """One summary request: a ghost exchange (in the trace, never in the session). A summary
         cut off at the output limit is no summary."""
         reply = drain(self.transport.stream(messages, [], mark={"ghost": True}))
+        if reply.usage is not None:
+            self.usage.add(reply.usage)
         if reply.finish_reason == "length":
             raise ProviderError("the model's summary was cut off at its output limit")
         return str(reply.text)

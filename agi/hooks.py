@@ -59,6 +59,8 @@ SHELL_NOISE = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
 PIPE = subprocess.PIPE
 POPEN: Any = dict(stdin=PIPE, stdout=PIPE, stderr=PIPE, encoding="utf-8", errors="replace")
 POPEN["process_group"] = 0  # its own group: a timeout or an interrupt kills its children too
+_RUNNING: set[subprocess.Popen[str]] = set()  # every hook command running now, in any thread
+_RUNNING_LOCK = threading.Lock()
 
 
 @dataclass
@@ -172,8 +174,9 @@ def _run_all(
             proc = subprocess.Popen([hook.shell, "-c", hook.command], cwd=cwd, env=own, **POPEN)
         except OSError as e:
             return record | {"stderr": f"cannot start: {e}", "seconds": 0.0}
-        with lock:
+        with lock, _RUNNING_LOCK:
             procs.append(proc)
+            _RUNNING.add(proc)
         try:
             out, err = proc.communicate(stdin, timeout=hook.timeout)
         except subprocess.TimeoutExpired:
@@ -186,6 +189,8 @@ def _run_all(
                 for pipe in filter(None, (proc.stdout, proc.stderr)):
                     pipe.close()
                 proc.wait()
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc)
         seconds = round(time.monotonic() - start, 3)
         return record | dict(
             stdout=out or "", stderr=err or "", exit_code=proc.returncode, seconds=seconds
@@ -231,6 +236,15 @@ def _start_async(hook: Hook, stdin: str, env: dict[str, str], cwd: str) -> dict[
 
     threading.Thread(target=feed, daemon=True).start()
     return {"exit_code": 0, "seconds": 0.0, "async": True, "pid": proc.pid}
+
+
+def end_running() -> None:
+    """Kill every hook command still running, in any thread: the hooks of tool calls whose
+    threads the run no longer waits for (it ended: a time limit, a signal)."""
+    with _RUNNING_LOCK:
+        procs = list(_RUNNING)
+    for proc in procs:
+        _kill(proc)
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:

@@ -68,7 +68,10 @@ def command(run: Any, line: str) -> None:
         files = rest.split()
         if not files:
             raise UsageError("/sys needs one or more files")
-        run.agent.system_prompt = system_prompt(files)
+        from agi.assemble import system_text
+
+        tools = list(run.agent.toolbox.tools.values())
+        run.agent.system_prompt = system_text(run.settings, system_prompt(files), tools)
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
     elif name == "/compact":
         run.start_turn_clock()  # --timeout limits each turn, and a compaction is one

@@ -141,6 +141,8 @@ class Run:
 
     def compact(self, focus: str, path: Path | None, cont: bool) -> int:
         """`agi --compact [FOCUS]`: compact the session now and print the summary."""
+        if path is not None and not (path / "messages.jsonl").is_file():
+            raise UsageError(f"nothing to compact: {path} holds no agi conversation")
         self.open(path, cont)
         summary = self.compact_now(focus)
         if summary is None:
@@ -293,11 +295,14 @@ class Run:
             self.close()
 
     def close(self) -> None:
-        """Cut the connections, end every process the tools started, release the session."""
+        """Cut the connections, end every process the tools (and their hooks) started, release
+        the session."""
         self.ctx.cancel()
         try:
             if self.agent is not None:
                 self.agent.close()
+            if "agi.hooks" in sys.modules:  # hooks of calls still waiting in other threads
+                sys.modules["agi.hooks"].end_running()
         finally:
             if self.session is not None:
                 self.session.unlock()

@@ -178,8 +178,7 @@ def _sandbox(flags: dict[str, Any], file: dict[str, Any]) -> Policy:
         listed(merged(flags, file, "allow_write")),
         bool(merged(flags, file, "no_network")),
     )
-    sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
-    return sandbox
+    return sandbox  # agi.assemble.prepare_tools checks that bwrap can build it
 
 
 def _window(flags: dict[str, Any], file: dict[str, Any]) -> Window:

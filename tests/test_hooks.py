@@ -443,7 +443,7 @@ def test_huge_context_is_capped(tmp_path: Path) -> None:
 
 def alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, IndexError):
         return False
     return state != "Z"

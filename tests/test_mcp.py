@@ -92,7 +92,7 @@ def children() -> dict[int, str]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            stat = (entry / "stat").read_text(errors="replace")
         except OSError:
             continue
         state, ppid = stat.rsplit(")", 1)[1].split()[:2]

@@ -69,8 +69,11 @@ def processes_with(marker: str) -> list[str]:
         if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            raw = Path(f"/proc/{name}/cmdline").read_bytes()
+            cmdline = raw.replace(b"\0", b" ").decode("utf-8", "replace")
+            state = (
+                Path(f"/proc/{name}/stat").read_text(errors="replace").rsplit(")", 1)[1].split()[0]
+            )
         except OSError:
             continue
         if marker in cmdline and state != "Z":
