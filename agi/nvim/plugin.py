@@ -13,22 +13,23 @@ import time
 import traceback
 from typing import Any
 
+from agi.nvim.cancel import Cancellable
+
 UPDATE_EVERY = 0.05  # seconds: at most one progress message (spinner, preview) per request
 DELIVER = "require('agi')._event(...)"
 MODELS = "require('agi')._models(...)"
 
 
-class Job:
+class Job(Cancellable):
     """One request: its cancel flag, the transport to close on cancel, its progress.
 
     Progress reaches Lua batched: what streamed in since the last message (text, tool steps),
     at most every UPDATE_EVERY seconds, the last of a burst sent by a timer."""
 
     def __init__(self, plugin: Plugin, request: dict[str, Any]):
+        super().__init__()
         self.plugin, self.request = plugin, request
         self.id = int(request["id"])
-        self.cancelled = threading.Event()
-        self.transport: Any = None
         self.meter: Any = None  # agi.cost.Meter of the request, set by the engine
         self.chars = 0
         self.phase = "waiting"
@@ -44,19 +45,6 @@ class Job:
 
     def started(self, log: str, session: str = "") -> None:
         self.send({"type": "started", "log": log, "session": session})
-
-    def attach(self, transport: Any) -> None:
-        """The transport to cancel; a cancel that came first takes effect now."""
-        self.transport = transport
-        if self.cancelled.is_set():
-            transport.cancel()
-
-    def cancel(self) -> None:
-        """From the event loop: close the model connection at once (Transport.cancel)."""
-        self.cancelled.set()
-        transport = self.transport
-        if transport is not None:
-            transport.cancel()
 
     def check(self) -> None:
         if self.cancelled.is_set():

@@ -12,32 +12,21 @@ import time
 import traceback
 from typing import Any
 
+from agi.nvim.cancel import Cancellable
+
 DELIVER = "require('agi.suggest')._event(...)"
 SHOW_EVERY = 0.03  # seconds between updates of a growing suggestion (the first goes at once)
 
 
-class Flight:
+class Flight(Cancellable):
     """One suggestion request: its buffer, the transport to close when a newer one comes."""
 
     def __init__(self, request: dict[str, Any]):
+        super().__init__()
         self.request = request
         self.id = int(request["id"])
         self.buf = int(request.get("buf") or 0)
-        self.cancelled = threading.Event()
-        self.transport: Any = None
         self.shown = 0.0
-
-    def attach(self, transport: Any) -> None:
-        self.transport = transport
-        if self.cancelled.is_set():
-            transport.cancel()
-
-    def cancel(self) -> None:
-        """From any thread: close the model connection at once (Transport.cancel)."""
-        self.cancelled.set()
-        transport = self.transport
-        if transport is not None:
-            transport.cancel()
 
 
 class Suggestions:
