@@ -26,6 +26,7 @@ from typing import Any
 
 from agi.decoding import STDIO_ERRORS
 from agi.errors import AgiError, Interrupted, TimeLimit
+from agi.redaction import redact, usable
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -36,10 +37,11 @@ class OutputFailed(AgiError):
 
 class Stdout(io.TextIOWrapper):
     reader_gone = False  # EPIPE: what follows goes nowhere
+    secrets: list[str] = []  # redacted from every write, here and on stderr
 
     def write(self, text: str) -> int:
         try:
-            return super().write(text)
+            return super().write(redact(text, Stdout.secrets))
         except BrokenPipeError:
             self._gone()
             return len(text)
@@ -66,7 +68,7 @@ class Stdout(io.TextIOWrapper):
 class Stderr(io.TextIOWrapper):
     def write(self, text: str) -> int:
         try:
-            return super().write(text)
+            return super().write(redact(text, Stdout.secrets))
         except (OSError, ValueError):
             _silence(2)
             return len(text)
@@ -151,9 +153,13 @@ def signals_held() -> Iterator[list[int]]:
 
 def exit_now_if_stuck(code: int) -> None:
     """The run is over: if a thread is still inside a tool (a read that never returns), exit
-    without waiting for it, as the interpreter otherwise would at exit."""
+    without waiting for it, as the interpreter otherwise would at exit (the exit functions,
+    such as the REPL's history, still run)."""
     main = threading.main_thread()
     if any(t.is_alive() and not t.daemon and t is not main for t in threading.enumerate()):
+        import atexit
+
+        atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -163,9 +169,11 @@ def exit_now_if_stuck(code: int) -> None:
 
 
 def hide_keys(key: str | None) -> None:
-    """Tools, hooks and MCP servers inherit agi's environment: agi's own key variables
-    (AGI_API_KEY, and any variable holding the key in use) leave it, unless
-    AGI_TOOL_ENV_KEYS names them (comma-separated) or is `*`."""
+    """The API key is redacted from whatever reaches stdout and stderr. Tools, hooks and MCP
+    servers inherit agi's environment: agi's own key variables (AGI_API_KEY, and any variable
+    holding the key in use) leave it, unless AGI_TOOL_ENV_KEYS names them (comma-separated) or
+    is `*`."""
+    Stdout.secrets = usable([key])
     keep = {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
     if "*" in keep:
         return

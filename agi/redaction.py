@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 REDACTED = "[REDACTED]"
-MIN_SECRET = 4  # shorter values would redact ordinary words
+MIN_SECRET = 8  # shorter values (a local server's "ollama", "EMPTY") would redact words
 
 
 def usable(secrets: list[str | None]) -> list[str]:

@@ -19,6 +19,7 @@ from agi.errors import UsageError
 # O_NONBLOCK: opening a FIFO planted under a file's name must fail or return, never block
 OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 SESSION_FILES = ("messages.jsonl", "trace.jsonl", "meta.json", "lock")
+SESSION_DIRS = ("subagents",)  # subagents' sessions are made inside: never through a link
 
 
 def refused(path: Path, why: str) -> UsageError:
@@ -66,6 +67,13 @@ def check_directory(path: Path, names: tuple[str, ...] = SESSION_FILES) -> list[
     if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
         raise refused(path, f"you cannot read and write it (owner uid {st.st_uid}, {_mode(st)})")
     warnings = [_open_to_others(path, st)] if st.st_mode & 0o022 else []
+    for name in SESSION_DIRS:
+        if (
+            os.path.islink(path / name)
+            or os.path.lexists(path / name)
+            and not (path / name).is_dir()
+        ):
+            raise refused(path / name, "it is not a directory (a link is not followed)")
     for name in names:
         try:
             fst = os.lstat(path / name)

@@ -109,18 +109,7 @@ def show(path: Path) -> str:
         elif role == "user":
             out += ["", "▶ user", _indent(str(m.get("content", "")))]
         elif role == "assistant":
-            took, used = next(replies, (None, None))
-            about = [f"{took:.2f}s"] if isinstance(took, (int, float)) else []
-            about += [usage_summary(used)] if isinstance(used, dict) else []
-            out += ["", "◀ assistant" + (f"  ({', '.join(about)})" if about else "")]
-            for field in ("reasoning_content", "reasoning"):
-                if m.get(field):
-                    out.append(_indent("✻ " + str(m[field]).strip()))
-            if m.get("content"):
-                out.append(_indent(str(m["content"])))
-            for call in m.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                out.append(_indent(f"⏺ {fn.get('name')}({fn.get('arguments', '')})"))
+            out += _assistant(m, *next(replies, (None, None)))
         elif role == "tool":
             took = tool_times.get(m.get("tool_call_id"))
             timing = f" ({took:.2f}s)" if isinstance(took, float) else ""
@@ -131,6 +120,22 @@ def show(path: Path) -> str:
     for warning in session.warnings:
         out.append(f"(warning: {warning})")
     return "\n".join(out)
+
+
+def _assistant(m: dict[str, Any], took: Any, used: Any) -> list[str]:
+    """An assistant message: its time and usage, reasoning, text and tool calls."""
+    about = [f"{took:.2f}s"] if isinstance(took, (int, float)) else []
+    about += [usage_summary(used)] if isinstance(used, dict) else []
+    out = ["", "◀ assistant" + (f"  ({', '.join(about)})" if about else "")]
+    for field in ("reasoning_content", "reasoning"):
+        if m.get(field):
+            out.append(_indent("✻ " + str(m[field]).strip()))
+    if m.get("content"):
+        out.append(_indent(str(m["content"])))
+    for call in m.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        out.append(_indent(f"⏺ {fn.get('name')}({fn.get('arguments', '')})"))
+    return out
 
 
 def _compaction(record: dict[str, Any]) -> list[str]:

@@ -234,8 +234,9 @@ def test_sigint_exits_130_and_keeps_the_session(env, tmp_path):
 def test_api_key_never_reaches_the_session(agi, tmp_path):
     key = "sk-test-9f8e7d6c5b4a39281706"
     session = tmp_path / "s"
+    (tmp_path / "k").write_text(f"found {key}\n")
     script = [
-        call("Bash", command="echo key is $AGI_API_KEY; env | grep AGI_API_KEY"),
+        call("Bash", command="echo key is $AGI_API_KEY; env | grep AGI_API_KEY; cat k"),
         text("done"),
     ]
     with FakeModel(*script) as server:
@@ -256,9 +257,9 @@ def test_api_key_never_reaches_the_session(agi, tmp_path):
     assert json.loads(r.stdout)["session"] == str(session.resolve())
     assert key not in r.stdout
     assert (session / "trace.jsonl").exists()
-    # the model did see a result, with the key redacted in what is stored
+    # tools do not get agi's key variables; a key they find is redacted in what is stored
     stored = lines(session / "messages.jsonl")
-    assert "[REDACTED]" in stored[2]["content"]
+    assert stored[2]["content"].startswith("key is\nfound [REDACTED]")
 
 
 def test_version_and_help_import_no_heavy_modules(env, tmp_path):

@@ -529,7 +529,9 @@ def test_ghost_json_falls_back_when_response_format_is_rejected():
     with FakeModel(rejected, text("```json\n" + json.dumps(GOOD) + "\n```")) as server:
         _, value, _ = ghost(server, list(CONVERSATION), parse_schema(SEED))
     assert value == GOOD
-    assert [("response_format" in body) for body in server.requests] == [True, False]
+    kinds = [body.get("response_format", {}).get("type") for body in server.requests]
+    assert kinds == ["json_schema", "json_object"]  # the next form: json_object with the schema
+    assert server.requests[1]["response_format"]["schema"] == parse_schema(SEED)
     assert server.requests[0]["messages"] == server.requests[1]["messages"]
 
 
