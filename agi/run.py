@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi import __version__
 from agi.assemble import Context, assemble, deadline_for, prepare_tools, subagent_model
-from agi.errors import AgiError, UsageError
+from agi.errors import AgiError, ProviderError, UsageError
 from agi.messages import drain
 from agi.settings import Settings
 
@@ -231,8 +231,33 @@ class Run:
 
         self.dispatch(StepStart(agent.steps + 1))
         formats = Formats.of(agent.wire, self.settings.home)  # what earlier runs learnt
+        try:
+            asked = ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
+            return drain(asked, handle)
+        except ProviderError as e:
+            self.compact_after(e)  # refused for its length: compact, then ask once more
         asked = ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
-        return drain(asked, handle)
+        assert agent.compactor is not None
+        try:
+            answer = drain(asked, handle)
+        except ProviderError as again:
+            raise agent.compactor.still_too_long(again) from again
+        agent.compactor.sent_again()
+        return answer
+
+    def compact_after(self, error: ProviderError) -> None:
+        """A ghost exchange refused for its length: compact the session (under its lock)."""
+        agent, session = self.agent, self.session
+        assert agent is not None and session is not None
+        if agent.compactor is None:
+            raise error
+        session.lock(self.ctx.deadline, self.settings.timeout)
+        try:
+            drain(agent.compactor.refused(error), self.view.handle)
+            self.save_usage()
+            session.write_meta()
+        finally:
+            session.unlock()
 
     def dispatch(self, event: Any) -> None:
         """Send an event to the views; in a REPL the answer streams to stdout as it comes."""

@@ -342,3 +342,20 @@ def test_sigkill_during_a_compaction_leaves_a_session_that_continues(
     # a whole record is taken as one; a half one is never taken for whole
     sent = json.dumps(server.requests[-1]["messages"])
     assert sent.count("[Summary of the earlier part") == 1
+
+
+def test_a_schema_request_refused_for_its_length_is_compacted_and_sent_again(agi, tmp_path):
+    recorded = json.loads((FIXTURES / "context_errors/too_long/vllm_input_tokens.json").read_text())
+    session = tmp_path / "s"
+    fill(session, agi, 40_000)
+    script = [
+        text("It is Lyon."),  # the run's own answer
+        status(recorded["status"], recorded["body"]),  # the JSON request, refused
+        responder(answer='{"city": "Lyon"}'),  # the summary, then the JSON again
+    ]
+    with FakeModel(*script) as server:
+        r = agi("-s", str(session), "--schema", "city:str", "Where?", server=server)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == '{"city":"Lyon"}\n'
+    assert is_summary(server.requests[2]) and not is_summary(server.requests[-1])
+    assert len(records(session)) == 1
