@@ -95,7 +95,8 @@ def test_post_tool_use_receives_tool_response(agi, tmp_path):
     assert response["output"] == "out\nerr\n" and response["exit_code"] == 3
     assert response["interrupted"] is False and "out" in response["stdout"]
     assert payload["tool_use_id"].startswith("call_")
-    assert payload["cwd"] == str(tmp_path) and payload["transcript_path"].endswith("transcript.jsonl")
+    assert payload["cwd"] == str(tmp_path)
+    assert payload["transcript_path"].endswith("transcript.jsonl")
 
 
 def test_user_prompt_submit_context_reaches_the_model_and_the_session(agi, tmp_path):
