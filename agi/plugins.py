@@ -135,20 +135,19 @@ def _skills_and_agents(plugin: Plugin, parts: Parts) -> None:
     from agi.skills import load_skills
     from agi.subagents import load_agents
 
-    for place in _places(plugin, "skills", "skills"):
-        if not place.is_dir():
-            parts.warnings.append(f"plugin {plugin.name}: skills {place}: not a directory; skipped")
-            continue
-        skills, warnings = load_skills([place])
-        parts.warnings += warnings
-        parts.skills += [_named(s, plugin) for s in skills]
-    for place in _places(plugin, "agents", "agents"):
-        if not place.is_dir():
-            parts.warnings.append(f"plugin {plugin.name}: agents {place}: not a directory; skipped")
-            continue
-        agents, warnings = load_agents([place])
-        parts.warnings += warnings
-        parts.agents += [_named(a, plugin) for a in agents]
+    for kind, load, found in (
+        ("skills", load_skills, parts.skills),
+        ("agents", load_agents, parts.agents),
+    ):
+        for place in _places(plugin, kind, kind):
+            if not place.is_dir():
+                parts.warnings.append(
+                    f"plugin {plugin.name}: {kind} {place}: not a directory; skipped"
+                )
+                continue
+            loaded, warnings = load([place])
+            parts.warnings += warnings
+            found += [_named(part, plugin) for part in loaded]
 
 
 def _named(part: Any, plugin: Plugin) -> Any:

@@ -43,7 +43,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from nvim_case import find_nvim, prepare  # noqa: E402
+from nvim_case import cpu_ns, find_nvim, prepare  # noqa: E402
 
 from fakeserver import FakeModel, completion  # noqa: E402
 
@@ -76,17 +76,6 @@ s._event = function(id, ev)
   end
 end
 """
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU time of all threads of `pid` so far, in nanoseconds."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
 
 
 def ticks_ns(pid: int) -> int:
