@@ -18,15 +18,15 @@ import io
 import os
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 from agi.decoding import STDIO_ERRORS
 from agi.errors import AgiError, Interrupted, TimeLimit
 from agi.redaction import redact, usable
+
+TYPE_CHECKING = False  # not typing's: `agi --version` imports neither typing nor threading
+if TYPE_CHECKING:
+    from typing import Any
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -135,19 +135,19 @@ def _writer(fd: int) -> io.BufferedWriter:
     return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
 
 
-@contextmanager
-def signals_held() -> Iterator[list[int]]:
-    """Signals that arrive inside are noted (in the list yielded) instead of interrupting."""
-    held: list[int] = []
+class signals_held:  # noqa: N801  (used as a function: `with signals_held() as held`)
+    """Signals that arrive inside are noted (in the list given) instead of interrupting."""
 
-    def note(signum: int, frame: Any) -> None:
-        held.append(signum)
+    def __enter__(self) -> list[int]:
+        self.held: list[int] = []
+        self.old = {signum: signal.signal(signum, self.note) for signum in HELD_SIGNALS}
+        return self.held
 
-    old = {signum: signal.signal(signum, note) for signum in HELD_SIGNALS}
-    try:
-        yield held
-    finally:
-        for signum, handler in old.items():
+    def note(self, signum: int, frame: Any) -> None:
+        self.held.append(signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.old.items():
             signal.signal(signum, handler)
 
 
@@ -155,6 +155,8 @@ def exit_now_if_stuck(code: int) -> None:
     """The run is over: if a thread is still inside a tool (a read that never returns), exit
     without waiting for it, as the interpreter otherwise would at exit (the exit functions,
     such as the REPL's history, still run)."""
+    import threading
+
     main = threading.main_thread()
     if any(t.is_alive() and not t.daemon and t is not main for t in threading.enumerate()):
         import atexit

@@ -6,8 +6,9 @@ chunks, so they are redacted by the text they spell together, field by field.
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+TYPE_CHECKING = False  # not typing's: the CLI imports this before it parses a flag
+if TYPE_CHECKING:
+    from typing import Any
 
 REDACTED = "[REDACTED]"
 MIN_SECRET = 8  # shorter values (a local server's "ollama", "EMPTY") would redact words
@@ -27,6 +28,8 @@ def redact_chunks(chunks: list[Any], secrets: list[str]) -> list[Any]:
     """Chunks with every secret removed from the text they stream, even split across them."""
     if not secrets:
         return chunks
+    import copy
+
     chunks = copy.deepcopy(chunks)
     fields: dict[tuple[Any, ...], list[tuple[Any, Any]]] = {}  # field -> (holder, key) pieces
     for chunk in chunks:
