@@ -54,6 +54,7 @@ class Agent:
         self.usage = Usage()
         self.steps = 0
         self.partial: list[str] = []  # text of the reply being streamed, for salvage()
+        self._system: dict[str, Any] = {}
         self.recent: list[str] = []
 
     @property
@@ -62,8 +63,13 @@ class Agent:
         return getattr(self.transport, "transport", self.transport)
 
     def messages(self) -> list[dict[str, Any]]:
-        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return system + self.session.view()
+        """What the model is sent: the system prompt, then the session's view (the same
+        message objects step after step, so that measuring them per request stays cheap)."""
+        if not self.system_prompt:
+            return self.session.view()
+        if self._system.get("content") is not self.system_prompt:  # /sys may replace it
+            self._system = {"role": "system", "content": self.system_prompt}
+        return [self._system, *self.session.view()]
 
     def run(self, prompt: str) -> Generator[Any, None, Reply]:
         """Yield events while working; return the final reply."""

@@ -89,6 +89,7 @@ class Estimator:
         self.calibrator = Calibrator()
         self.last = 0  # the uncalibrated estimate of the latest request, for observe()
         self._sizes: dict[int, tuple[Any, int]] = {}  # id -> (the object, kept alive; size)
+        self._prefix: tuple[int, tuple[Any, Any, int]] = (0, (None, None, 0))  # the last list
 
     def _size(self, obj: Any, measure: Any) -> int:
         hit = self._sizes.get(id(obj))
@@ -99,10 +100,22 @@ class Estimator:
         return size
 
     def raw(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-        size = sum(self._size(m, message_size) for m in messages)
+        size = self._messages_size(messages)
         if tools:
             size += self._size(tools, lambda t: text_size(json.dumps(t, ensure_ascii=False)))
         return int(size / self.bytes_per_token)
+
+    def _messages_size(self, messages: list[dict[str, Any]]) -> int:
+        """The size of `messages`; when they start with the ones of the last call (the same
+        objects: a conversation only grows between two steps), only the new ones are measured."""
+        n, (head, tail, total) = self._prefix
+        if n and len(messages) >= n and messages[0] is head and messages[n - 1] is tail:
+            total += sum(self._size(m, message_size) for m in messages[n:])
+        else:
+            total = sum(self._size(m, message_size) for m in messages)
+        if messages:
+            self._prefix = (len(messages), (messages[0], messages[-1], total))
+        return total
 
     def __call__(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None

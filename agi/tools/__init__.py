@@ -61,6 +61,7 @@ class Toolbox:
         guard: Any = None,
     ):
         self.tools = {t.name: t for t in tools}
+        self._specs: list[dict[str, Any]] | None = None
         self.ctx = ctx or ToolContext()
         self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
         self.guard = guard  # agi.permissions.Guard: the permission rules, when there are any
@@ -96,7 +97,11 @@ class Toolbox:
 
     @property
     def specs(self) -> list[dict[str, Any]]:
-        return [spec(t) for t in self.tools.values()]
+        """The `tools` of every request: built once (the same object each step, so that what
+        measures or converts it per request can remember it)."""
+        if self._specs is None:
+            self._specs = [spec(t) for t in self.tools.values()]
+        return self._specs
 
     def run_one(self, call: ToolCall) -> Result:
         """Run a call, with its hooks; every failure becomes an `Error: …` result."""
