@@ -9,8 +9,9 @@
   its reason, a constraint in the user's own words) grown past the window; across the summary
   requests every user message must be shown in full, and the compaction prompt stays under
   1,500 characters. With `AGI_BENCH_LOCAL_MODEL=provider:model` (and its endpoint in
-  `AGI_BENCH_LOCAL_URL`), a real local model writes the summary and the case reports how many
-  planted facts it keeps; without one that part is skipped.
+  `AGI_BENCH_LOCAL_URL`, its window in `AGI_BENCH_LOCAL_WINDOW`, default 4096), a real local
+  model writes the summary and the case reports how many planted facts it keeps; without one
+  that part is skipped.
 """
 
 from __future__ import annotations
@@ -196,8 +197,9 @@ def local_model(b: Any, size: int) -> None:
     p = b.programs
     session = p.work / "planted-local"
     shutil.rmtree(session, ignore_errors=True)
-    history(session, size, planted=True)
-    env = {**windowed_env(p.agi_env, p.work, 16_000), "AGI_MODEL": model}
+    window = int(os.environ.get("AGI_BENCH_LOCAL_WINDOW") or 4096)  # a small model's n_ctx
+    history(session, min(size, window * 8), planted=True)  # a few pieces: local models are slow
+    env = {**windowed_env(p.agi_env, p.work, window), "AGI_MODEL": model}
     env.pop("AGI_BASE_URL", None)
     if url:
         env["AGI_BASE_URL"] = url
