@@ -56,6 +56,8 @@ def read_claude_settings(paths: list[Path]) -> ClaudeSettings:
             texts = _strings(permissions.get(kind, []), f"{KIND} {path}: permissions.{kind}")
             found.rules += parse_rules(texts, kind, str(path), base)
         mode = permissions.get("defaultMode")
+        if mode is not None and not isinstance(mode, str):
+            raise UsageError(f"{KIND} {path}: permissions.defaultMode must be a string")
         if mode is not None and mode not in MODES:
             found.warnings.append(
                 f"{KIND} {path}: permissions.defaultMode {mode!r} is not one agi has "

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from agi.permissions import Permissions, Rule
 
 FIRST_WORD = re.compile(r"/([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?)(?=\s|$)")
-INLINE = re.compile(r"!`([^`\n]+)`")
-FENCED = re.compile(r"```!\s*\n(.*?)\n?```", re.S)
+# one pattern for both kinds of shell step, so that one pass over the body finds them all and a
+# step's output is never scanned for steps again: a fenced ```! block (group 1) or !`CMD` (group 2)
+STEP = re.compile(r"```!\s*\n(.*?)\n?```|!`([^`\n]+)`", re.S)
+TOOL_NAME = re.compile(r"[A-Za-z_]")  # a rule's tool name starts with a letter (`5` is no tool)
 POSITIONAL = re.compile(r"\$(\d+)")
 STEP_TIMEOUT = 120.0  # seconds, the Bash tool's default
 
@@ -152,7 +154,8 @@ def expand(
     first, _, more = prompt.partition("\n")
     arguments = first.split(None, 1)[1].strip() if len(first.split(None, 1)) > 1 else ""
     meta, body = command.read()
-    rules = parse_rules(_tools(meta.get("allowed-tools")), "allow", str(command.path), cwd)
+    tools = _tools(meta.get("allowed-tools"), command, cwd)
+    rules = parse_rules(tools, "allow", str(command.path), cwd)
     text = substitute(body, arguments)
     where = Where(cwd, env or {}, warn, sandbox)
     text = run_steps(text, command, permissions.with_rules(rules), where)
@@ -162,13 +165,51 @@ def expand(
     return Expansion(text.strip(), command, rules, model if isinstance(model, str) else None)
 
 
-def _tools(value: Any) -> list[str]:
-    """`allowed-tools`: a list, or one string of rules separated by commas outside brackets."""
-    if isinstance(value, list):
-        return [str(v).strip() for v in value if str(v).strip()]
-    if not isinstance(value, str):
+def _tools(value: Any, command: Command, cwd: str) -> list[str]:
+    """`allowed-tools`: a list, or one string of rules separated by commas outside brackets.
+    An entry that is not a rule (`Bash(git` with its `)` missing, `Bash(`, `5`) is a usage error
+    naming the command file: read leniently, a typo would widen what the command allows."""
+    from agi.permissions import parse_rule
+
+    if value is None:
         return []
-    return [t.strip() for t in re.findall(r"(?:[^,(]|\([^)]*\))+", value) if t.strip()]
+    items = value if isinstance(value, list) else _split(value) if isinstance(value, str) else None
+    if items is None:
+        raise UsageError(
+            f"command /{command.name} ({command.path}): allowed-tools must be a list or a "
+            f"string of rules, not {value!r}"
+        )
+    texts = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else item
+        if text == "":
+            continue
+        try:
+            rule = parse_rule(text, "allow", str(command.path), cwd)
+        except UsageError:
+            rule = None
+        if rule is None or not TOOL_NAME.match(rule.tool):
+            raise UsageError(
+                f"command /{command.name} ({command.path}): allowed-tools: bad rule {text!r} "
+                "(expected Tool or Tool(specifier))"
+            )
+        texts.append(text)
+    return texts
+
+
+def _split(value: str) -> list[str]:
+    """Split at the commas outside brackets; an unclosed `(` keeps the rest in its entry, so
+    that the entry is seen to be malformed rather than read as other rules."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(value):
+        if c == "(":
+            depth += 1
+        elif c == ")" and depth:
+            depth -= 1
+        elif c == "," and not depth:
+            parts.append(value[start:i])
+            start = i + 1
+    return [*parts, value[start:]]
 
 
 def substitute(body: str, arguments: str) -> str:
@@ -199,13 +240,14 @@ class Where:
 
 
 def run_steps(text: str, command: Command, permissions: Permissions, where: Where) -> str:
-    """Run the body's shell steps (fenced ```! blocks first, then inline !`CMD`)."""
+    """Run the body's shell steps, fenced ```! blocks and inline !`CMD`, in one pass over the
+    body as written: a step's output is never scanned for steps again."""
     from agi.permissions import Guard
 
     guard = Guard(permissions)
 
     def run(m: re.Match[str]) -> str:
-        step = m.group(1).strip()
+        step = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
         denial = guard.check("", "Bash", {"command": step}, where.cwd)
         if denial is not None:
             raise UsageError(
@@ -214,7 +256,7 @@ def run_steps(text: str, command: Command, permissions: Permissions, where: Wher
             )
         return _run(step, command, where)
 
-    return INLINE.sub(run, FENCED.sub(run, text))
+    return STEP.sub(run, text)
 
 
 def _run(step: str, command: Command, where: Where) -> str:

@@ -124,14 +124,19 @@ def path_matches(rule: Rule, file_path: str, cwd: str) -> bool:
         root, pattern = rule.base, spec
     else:
         root, pattern = cwd, spec[2:] if spec.startswith("./") else spec
+    if "\0" in file_path:  # no file has such a name: nothing to match (the tool says why)
+        return False
     target = os.path.abspath(os.path.join(cwd, os.path.expanduser(file_path)))
     forms = {target, os.path.realpath(target)}
-    root = os.path.abspath(root)
+    roots = {os.path.abspath(root), os.path.realpath(root)}  # a root reached through a link
     found = []
     for path in forms:
-        rel = os.path.relpath(path, root)
-        inside = rel != ".." and not rel.startswith("../") and rel != "."
-        found.append(inside and bool(_gitignore(pattern).match_file(rel)))
+        inside_any = False
+        for base in roots:
+            rel = os.path.relpath(path, base)
+            inside = rel != ".." and not rel.startswith("../") and rel != "."
+            inside_any = inside_any or (inside and bool(_gitignore(pattern).match_file(rel)))
+        found.append(inside_any)
     # allow rules must hold for the path and for where it leads; deny/ask for either
     return all(found) if rule.kind == "allow" else any(found)
 
@@ -188,7 +193,14 @@ def decide(
     cwd: str,
     names: set[str] | None = None,
 ) -> Decision:
-    """Judge a call: deny, then ask, then allow; a Bash line part by part."""
+    """Judge a call: deny, then ask, then allow; a Bash line part by part. A terminal's
+    command and the lines typed into it are judged as Bash lines too."""
+    if name == "Terminal":
+        typed = terminal_lines(input)
+        if typed is not None:
+            as_bash = decide(permissions, "Bash", {"command": typed}, cwd)
+            if as_bash.verdict in ("deny", "ask"):
+                return as_bash
     call = Call(name, input, cwd, set(names or ()))
     if name in NAMED_INPUT:
         given = input.get(NAMED_INPUT[name]) or ("general-purpose" if name == "Task" else "")
@@ -206,6 +218,22 @@ def decide(
     return _decide_bash(rules, call)
 
 
+def terminal_lines(input: dict[str, Any]) -> str | None:
+    """What a Terminal call would run in a shell: its `start` command, or the lines its `send`
+    keys type (`<Enter>` ends a line); None when it types nothing."""
+    import re
+
+    if input.get("action") == "start":
+        command = input.get("command")
+        return command if isinstance(command, str) and command.strip() else None
+    keys = input.get("keys")
+    if input.get("action") != "send" or not isinstance(keys, str):
+        return None
+    text = re.sub(r"<(?:Enter|CR|Return|C-m|C-j)>", "\n", keys, flags=re.I)
+    text = re.sub(r"<[^<>\s]+>", "", text)  # other named keys type no command text
+    return text if text.strip() else None
+
+
 def _decide_bash(rules: list[Rule], call: Call) -> Decision:
     """Any part denied (or asked) decides for the whole line; allowed only if every part is."""
     from agi.bash_parse import Part, split
@@ -220,7 +248,11 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
             for rule in rules:
                 if rule.kind == kind and rule_matches(rule, replace(call, part=part), False):
                     return Decision(kind, rule)
-    if parts is None:  # what the parser cannot read matches no allow rule
+    if parts is None:  # what the parser cannot read matches no allow rule, and no deny rule
+        for kind in ("deny", "ask"):  # can be shown to stay clear of it: the strictest decides
+            strict = next((r for r in rules if r.kind == kind and r.specifier is not None), None)
+            if strict is not None:
+                return Decision(kind, strict)
         return Decision("none")
     allows = [r for r in rules if r.kind == "allow"]
     first: Rule | None = None

@@ -71,3 +71,33 @@ def _redact_pieces(pieces: list[tuple[Any, Any]], secrets: list[str]) -> None:
                 out.append(REDACTED)
         holder[key] = "".join(out)
         at += len(text)
+
+
+class Held:
+    """Streamed text with the secrets taken out even when a piece ends inside one: the end of
+    each piece that could begin a secret is held back until the next piece, or flush()."""
+
+    def __init__(self, secrets: list[str]):
+        self.secrets, self.tail = secrets, ""
+
+    def feed(self, text: str) -> str:
+        if not self.secrets:
+            return text
+        text = redact(self.tail + text, self.secrets)
+        cut = len(text) - self._opening(text)
+        self.tail = text[cut:]
+        return text[:cut]
+
+    def flush(self) -> str:
+        tail, self.tail = self.tail, ""
+        return tail
+
+    def _opening(self, text: str) -> int:
+        """How many of the last characters could be the beginning of a secret."""
+        longest = 0
+        for secret in self.secrets:
+            for n in range(min(len(secret) - 1, len(text)), longest, -1):
+                if secret.startswith(text[-n:]):
+                    longest = n
+                    break
+        return longest

@@ -85,6 +85,7 @@ class Run:
         self.agent: Agent | None = None
         self.verdict: dict[str, Any] | None = None
         self.ended = False
+        self._held: dict[type, Any] = {}  # streamed text held back while it may begin a key
 
     def open(self, path: Path | None, cont: bool) -> None:
         """Open the session and assemble its agent."""
@@ -120,6 +121,7 @@ class Run:
             if not session.meta_file.exists():
                 session.write_meta(model=s.model.label)
             reply = drain(agent.run(prompt), self.dispatch)
+            self.release()
             self.save_usage()
             session.write_meta(model=s.model.label)
             return reply
@@ -260,7 +262,38 @@ class Run:
             session.unlock()
 
     def dispatch(self, event: Any) -> None:
-        """Send an event to the views; in a REPL the answer streams to stdout as it comes."""
+        """Send an event to the views, streamed text with the API key taken out even when a
+        delta ends inside it (the end that might begin it waits for the next delta)."""
+        from agi.messages import ReasoningDelta, TextDelta
+
+        if isinstance(event, (TextDelta, ReasoningDelta)):
+            text = self.held(type(event)).feed(event.text)
+            if text:
+                self.show(type(event)(text))
+            return
+        self.release()
+        self.show(event)
+
+    def release(self) -> None:
+        """Show the streamed text held back so far (the stream it belonged to has moved on)."""
+        from agi.messages import ReasoningDelta, TextDelta
+
+        for kind in (TextDelta, ReasoningDelta):
+            rest = self.held(kind).flush()
+            if rest:
+                self.show(kind(rest))
+
+    def held(self, kind: type) -> Any:
+        """The holder of one kind of streamed text (answer, reasoning)."""
+        from agi.redaction import Held
+
+        if kind not in self._held:
+            secrets = self.session.secrets if self.session is not None else []
+            self._held[kind] = Held(list(secrets))
+        return self._held[kind]
+
+    def show(self, event: Any) -> None:
+        """In a REPL the answer streams to stdout as it comes; else to the views."""
         if self.interactive:
             from agi.messages import AssistantText, TextDelta
 

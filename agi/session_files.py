@@ -66,7 +66,7 @@ def check_directory(path: Path, names: tuple[str, ...] = SESSION_FILES) -> list[
         raise UsageError(f"session {path} is not a directory")
     if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
         raise refused(path, f"you cannot read and write it (owner uid {st.st_uid}, {_mode(st)})")
-    warnings = [_open_to_others(path, st)] if st.st_mode & 0o022 else []
+    warnings = [_open_to_others(path, st)] if _writable_by_others(st) else []
     for name in SESSION_DIRS:
         if (
             os.path.islink(path / name)
@@ -83,13 +83,35 @@ def check_directory(path: Path, names: tuple[str, ...] = SESSION_FILES) -> list[
             raise refused(path / name, _why(OSError(errno.ELOOP, "")))
         if not stat.S_ISREG(fst.st_mode):
             raise refused(path / name, "it is not a regular file")
-        if fst.st_mode & 0o022:
+        if _writable_by_others(fst):
             warnings.append(_open_to_others(path / name, fst))
     return warnings
 
 
 def _mode(st: os.stat_result) -> str:
     return f"mode {stat.S_IMODE(st.st_mode):04o}"
+
+
+def _writable_by_others(st: os.stat_result) -> bool:
+    """World-writable, or writable by a group other than one's own private group (a umask of
+    002 makes every directory group-writable, and the group is then the user's alone)."""
+    if st.st_mode & 0o002:
+        return True
+    return bool(st.st_mode & 0o020) and not _private_group(st.st_gid)
+
+
+def _private_group(gid: int) -> bool:
+    """Whether the group `gid` is this user's own: their primary group with no other member."""
+    if gid != os.getgid():
+        return False
+    try:
+        import grp
+        import pwd
+
+        name = pwd.getpwuid(os.getuid()).pw_name
+        return set(grp.getgrgid(gid).gr_mem) <= {name}
+    except (KeyError, ImportError):
+        return False
 
 
 def _open_to_others(path: Path, st: os.stat_result) -> str:

@@ -371,12 +371,12 @@ class Transport:
             self._check_deadline()
             what = "no answer" if not asm.chunks else "the stream stalled"
             raise ProviderError(
-                f"{what} from {self.config.base_url} ({type(e).__name__})", retryable=True
+                f"{what} from {self.url} ({type(e).__name__})", retryable=True
             ) from e
         except httpx.HTTPError as e:
             self._check_cancelled()
             raise ProviderError(
-                f"cannot reach {self.config.base_url}: {e or type(e).__name__}", retryable=True
+                f"cannot reach {self.url}: {e or type(e).__name__}", retryable=True
             ) from e
 
     def _read_body(

@@ -165,3 +165,23 @@ def test_commands_in_the_repl_keep_the_built_ins(agi, tmp_path):
         "Say hello to Ada.",
         "plain question",
     ]
+
+
+@pytest.mark.parametrize(
+    "tools, entry",
+    [
+        ("Bash(git add:*), Bash(git", "'Bash(git'"),  # the `)` missing: not `Bash` and `git`
+        ("Bash(", "'Bash('"),
+        ("5", "'5'"),
+        ('["Read", "Bash(echo"]', "'Bash(echo'"),
+    ],
+)
+def test_a_bad_allowed_tools_entry_is_exit_2_naming_file_and_entry(agi, tmp_path, tools, entry):
+    marker = tmp_path / "marker"
+    path = command(tmp_path, "typo", f"---\nallowed-tools: {tools}\n---\nGo: !`touch marker`\n")
+    with FakeModel(text("never")) as server:
+        r = agi("/typo", server=server)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("agi: ")
+    assert str(path) in r.stderr and "allowed-tools" in r.stderr and entry in r.stderr
+    assert "Traceback" not in r.stderr and server.requests == [] and not marker.exists()

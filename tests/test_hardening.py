@@ -753,3 +753,33 @@ def test_arbitrary_bytes_end_cleanly(served, tmp_path_factory, prompt, stdin, pi
     else:
         assert r.stdout.decode("utf-8").endswith(".\n")
     assert_valid_session(s)
+
+
+def test_a_key_streamed_in_pieces_never_reaches_stdout_or_the_terminal_view(agi):
+    key = "sk-SECRETKEY123456789"
+    reply = text(f"the key is {key} ok", pieces=8)
+    with FakeModel(reply) as server:
+        r = agi("--output", "jsonl", "-v", "x", server=server, extra_env={"AGI_API_KEY": key})
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    streamed = "".join(e["text"] for e in events if e["type"] == "text")
+    assert streamed == "the key is [REDACTED] ok"
+    assert key not in r.stdout and key not in r.stderr
+    assert events[-1]["answer"] == "the key is [REDACTED] ok"
+
+
+def test_a_directory_made_under_umask_002_is_no_cause_for_a_warning(agi, tmp_path):
+    import grp
+    import pwd
+
+    name = pwd.getpwuid(os.getuid()).pw_name
+    if set(grp.getgrgid(os.getgid()).gr_mem) - {name}:
+        pytest.skip("this user's primary group has other members")
+    s = tmp_path / "s"
+    s.mkdir()
+    s.chmod(0o775)  # what `mkdir` gives under umask 002 (Debian's and Ubuntu's default for users)
+    with FakeModel(text("one"), text("two")) as server:
+        first = agi("-s", str(s), "first", server=server)
+        second = agi("-s", str(s), "second", server=server)
+    assert (first.returncode, first.stderr) == (0, "")
+    assert (second.returncode, second.stderr) == (0, "")

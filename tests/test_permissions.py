@@ -112,10 +112,11 @@ BASH_TABLE = [
     ("X=1 npm test", "none"),
     ("PATH=/evil:$PATH git diff", "none"),
     # what the parser cannot read matches no allow rule; deny rules still see the text
-    ("echo 'unterminated", "none"),
-    ("git diff $(", "none"),
+    # a line the parser cannot read wholly: no rule can vouch for it, so a deny rule decides
+    ("echo 'unterminated", "deny"),
+    ("git diff $(", "deny"),
     ("rm -rf / 'unterminated", "deny"),
-    ("if then fi", "none"),
+    ("if then fi", "deny"),
 ]
 
 

@@ -331,3 +331,34 @@ def test_a_plugin_without_manifest_is_named_after_its_directory(agi, tmp_path):
         r = agi("--plugin-dir", str(plugin), "/bare-plugin:hello you", server=server)
     assert r.returncode == 0, r.stderr
     assert "Greet you" in server.requests[0]["messages"][-1]["content"]
+
+
+def test_a_shell_step_s_output_is_not_run_as_a_step(agi, tmp_path):
+    plugin = tmp_path / "shower"
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "shower"}))
+    write(plugin / "data.txt", "look: !`touch pwned`\n")
+    write(plugin / "commands" / "show.md", "```!\ncat ${CLAUDE_PLUGIN_ROOT}/data.txt\n```\n")
+    with FakeModel(text("ok")) as server:
+        r = agi("--plugin-dir", str(plugin), "/show", server=server)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "pwned").exists()  # the working directory is tmp_path
+    assert server.requests[0]["messages"][-1]["content"] == "look: !`touch pwned`"
+
+
+@pytest.mark.parametrize(
+    "permissions, key",
+    [
+        ({"defaultMode": 3}, "permissions.defaultMode"),
+        ({"defaultMode": ["dontAsk"]}, "permissions.defaultMode"),
+        ({"allow": "Bash"}, "permissions.allow"),
+        ({"ask": [1]}, "permissions.ask"),
+        ({"deny": {"Bash": True}}, "permissions.deny"),
+    ],
+)
+def test_a_settings_key_of_the_wrong_type_is_exit_2(agi, tmp_path, permissions, key):
+    path = write(tmp_path / "settings.json", json.dumps({"permissions": permissions}))
+    with FakeModel(text("never")) as server:
+        r = agi("--settings", str(path), "hi", server=server)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and str(path) in r.stderr and key in r.stderr
+    assert "Traceback" not in r.stderr and server.requests == []

@@ -128,8 +128,13 @@ class Toolbox:
                 text = _with_notes(denied, notes)
                 return Result(call, text, True, time.monotonic() - started)
         if self.guard is not None:
-            aliases = tool.canonical(input) if hasattr(tool, "canonical") else None
-            refusal = self.guard.check(call.id, call.name, input, self.ctx.cwd, aliases, approved)
+            try:
+                aliases = tool.canonical(input) if hasattr(tool, "canonical") else None
+                refusal = self.guard.check(
+                    call.id, call.name, input, self.ctx.cwd, aliases, approved
+                )
+            except (ValueError, TypeError, OSError) as e:  # input no rule can judge (a NUL byte)
+                refusal = f"Error: the permission rules cannot judge this call: {e}"
             if refusal is not None:
                 return Result(call, _with_notes(refusal, notes), True, time.monotonic() - started)
         text, is_error, response = self._execute(tool, input)
