@@ -119,13 +119,22 @@ PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
 )
 
 
+def _check_tables(
+    path: Path, section: str, tables: dict[str, Any], rules: dict[str, tuple[Any, str]]
+) -> None:
+    """`[SECTION."NAME"]` tables: each a table whose keys follow `rules`."""
+    for name, table in tables.items():
+        where = f"{section}.{name}" if section == "providers" else f'{section}."{name}"'
+        if not isinstance(table, dict):
+            raise ConfigError(f"config file {path}: {where} must be a table")
+        for key, value in table.items():
+            _check(path, f"{where}.{key}", value, rules)
+
+
 def _check_prices(path: Path, prices: dict[str, Any]) -> None:
     """`[prices."MODEL"]` tables: input and output required, cached and cache_write optional."""
+    _check_tables(path, "prices", prices, PRICE_KEYS)
     for name, table in prices.items():
-        if not isinstance(table, dict):
-            raise ConfigError(f'config file {path}: prices."{name}" must be a table')
-        for key, value in table.items():
-            _check(path, f'prices."{name}".{key}', value, PRICE_KEYS)
         missing = [k for k in ("input", "output") if k not in table]
         if missing:
             raise ConfigError(
@@ -173,17 +182,9 @@ def load_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: {e}") from e
     for key, value in data.items():
         _check(path, key, value, FILE_KEYS)
-    for name, table in (data.get("providers") or {}).items():
-        if not isinstance(table, dict):
-            raise ConfigError(f"config file {path}: providers.{name} must be a table")
-        for key, value in table.items():
-            _check(path, f"providers.{name}.{key}", value, PROVIDER_KEYS)
+    _check_tables(path, "providers", data.get("providers") or {}, PROVIDER_KEYS)
     _check_prices(path, data.get("prices") or {})
-    for name, table in (data.get("models") or {}).items():
-        if not isinstance(table, dict):
-            raise ConfigError(f'config file {path}: models."{name}" must be a table')
-        for key, value in table.items():
-            _check(path, f'models."{name}".{key}', value, MODEL_KEYS)
+    _check_tables(path, "models", data.get("models") or {}, MODEL_KEYS)
     return data
 
 
