@@ -20,7 +20,7 @@ from agi.messages import (
     watch,
 )
 from agi.prompts import harness_text
-from agi.session import Session
+from agi.sessions.session import Session
 from agi.tools import Toolbox
 
 REPEAT_LIMIT = 3  # the third identical call in a row gets a note

@@ -13,12 +13,12 @@ from agi.errors import LimitReached, ProviderError, ToolError, UsageError
 
 if TYPE_CHECKING:
     from agi.agent import Agent
-    from agi.cost import Meter
-    from agi.session import Session
+    from agi.claude.subagents import AgentFile
+    from agi.providers.cost import Meter
+    from agi.providers.transport import Transport
+    from agi.sessions.session import Session
     from agi.settings import Settings
-    from agi.subagents import AgentFile
     from agi.tools import Tool
-    from agi.transport import Transport
 
 
 def _ignore(text: str) -> None:
@@ -69,7 +69,7 @@ def assemble(
     transport = make_transport(settings, session, ctx)
     lifecycle = None
     if settings.hooks is not None:
-        from agi.lifecycle import Lifecycle
+        from agi.claude.lifecycle import Lifecycle
 
         stop = "SubagentStop" if agent_type else "Stop"
         mode = settings.permissions.mode if settings.permissions is not None else "default"
@@ -84,16 +84,16 @@ def assemble(
     )
     guard = None
     if settings.permissions:
-        from agi.permissions import Guard
+        from agi.claude.permissions import Guard
 
         guard = Guard(settings.permissions, session.trace)
     toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0, guard=guard)
     chat: Any = transport
     if settings.react:
-        from agi.react import ReactTransport
+        from agi.providers.react import ReactTransport
 
         chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
-    from agi.compaction import Compactor
+    from agi.sessions.compaction import Compactor
 
     compactor = Compactor(settings, session, transport, lifecycle, ctx.warn)
     return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle, compactor)
@@ -103,7 +103,7 @@ def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
     """The system prompt an agent is sent: `prompt`, and the skills' list when it offers Skill."""
     if not any(t.name == "Skill" for t in tools):
         return prompt
-    from agi.skills import skills_prompt
+    from agi.claude.skills import skills_prompt
 
     return prompt + "\n\n" + skills_prompt(settings.skills)
 
@@ -111,16 +111,18 @@ def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
 def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
     """The wire protocol of the model's provider: the Messages API for `anthropic:`, else
     OpenAI-compatible chat completions."""
-    from agi.transport import Transport
+    from agi.providers.transport import Transport
 
     kind: Any = Transport
     more: dict[str, Any] = {}
     if settings.model.provider == "anthropic":
-        from agi.anthropic import AnthropicMessages
+        from agi.providers.anthropic import AnthropicMessages
 
         kind = AnthropicMessages
     elif settings.model.provider == "ollama":
-        from agi.ollama import OllamaChat  # native /api/chat: num_ctx sized to each request
+        from agi.providers.ollama import (
+            OllamaChat,  # native /api/chat: num_ctx sized to each request
+        )
 
         kind, more = OllamaChat, {"home": settings.home, "windows": settings.window.windows}
     transport = kind(
@@ -154,13 +156,13 @@ def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
         tools += own
         _warn_all(ctx, warnings)
     if sources.mcp:
-        from agi.mcp import load_mcp
+        from agi.tools.mcp import load_mcp
 
         mcp_tools, warnings = load_mcp(sources.mcp, settings.home / "mcp-cache.json")
         tools += mcp_tools
         _warn_all(ctx, warnings)
     if settings.skills:
-        from agi.skills import SkillTool, skills_prompt
+        from agi.claude.skills import SkillTool, skills_prompt
 
         if skills_prompt(settings.skills):
             tools.append(SkillTool(settings.skills))
@@ -199,7 +201,7 @@ def _offers_task(settings: Settings) -> bool:
 def choose(settings: Settings, ctx: Context, session: Session) -> list[Any]:
     """The tools this agent offers: the allowlist applied, and `Task` (running subagents in
     sessions under this one) while subagents may go deeper."""
-    from agi.subagents import MAX_DEPTH, Task
+    from agi.claude.subagents import MAX_DEPTH, Task
 
     available = list(ctx.tools or [])
     if _offers_task(settings) and ctx.depth < MAX_DEPTH:
@@ -215,9 +217,9 @@ class Spawner:
         self.settings, self.ctx, self.parent = settings, ctx, parent
 
     def __call__(self, agent: AgentFile, prompt: str, description: str) -> str:
+        from agi.claude.subagents import subagent_dir
         from agi.messages import drain
-        from agi.session import Session
-        from agi.subagents import subagent_dir
+        from agi.sessions.session import Session
 
         settings = self.settings.for_agent(agent, subagent_model(self.settings, agent))
         parent = self.parent
@@ -249,7 +251,7 @@ def subagent_model(settings: Settings, agent: AgentFile) -> Any:
     if ":" not in agent.model:
         if settings.model.provider != "anthropic":
             return None
-        from agi.anthropic import claude_model
+        from agi.providers.anthropic import claude_model
 
         alias = claude_model(agent.model)
         return replace(settings.model, model=alias) if alias else None

@@ -16,7 +16,7 @@ PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
     "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", None),
     "litellm": ("http://localhost:4000/v1", "LITELLM_API_KEY", "LITELLM_BASE_URL"),
     "ollama": ("http://localhost:11434/v1", None, None),
-    # the Messages API (agi.anthropic), not chat completions: its base has no /v1
+    # the Messages API (agi.providers.anthropic), not chat completions: its base has no /v1
     "anthropic": ("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
     "gemini": ("https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", None),
 }

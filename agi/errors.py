@@ -13,7 +13,7 @@
     └── Interrupted             130   SIGINT (143 for SIGTERM)
         └── Cancelled           130   the exchange was cancelled (Neovim's :AgiCancel, shutdown)
 
-Only `agi.cli` turns these into messages and exit codes.
+Only `agi.frontends.cli` turns these into messages and exit codes.
 
 Apart from the tree, and not an AgiError:
 
@@ -37,7 +37,9 @@ class ConfigError(UsageError):
 
 class ProviderError(AgiError):
     exit_code = 3
-    too_long = False  # the provider refused the request for its length (agi.context.is_too_long)
+    too_long = (
+        False  # the provider refused the request for its length (agi.sessions.context.is_too_long)
+    )
     body = ""  # the response body as the provider sent it (the message is one line of it)
 
     def __init__(self, message: str, status: int | None = None, retryable: bool = False):
@@ -63,7 +65,7 @@ class TimeLimit(LimitReached):
 
 
 class CostLimit(LimitReached):
-    def __init__(self, spent: str, limit: str):  # amounts as agi.cost.money() writes them
+    def __init__(self, spent: str, limit: str):  # amounts as agi.providers.cost.money() writes them
         super().__init__(f"cost limit reached ({spent} of {limit})")
 
 

@@ -150,7 +150,7 @@ def tool_result(call_id: str, text: str) -> dict[str, Any]:
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 THINKING_BLOCKS = "thinking_blocks"  # beside an assistant message; only Anthropic takes them back
-COMPACTION = "compaction"  # a compaction record's bookkeeping (agi.session); never sent
+COMPACTION = "compaction"  # a compaction record's bookkeeping (agi.sessions.session); never sent
 
 
 def wire_message(msg: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +159,9 @@ def wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     DeepSeek's thinking mode requires `reasoning_content` on assistant messages with tool_calls
     and older reasoners reject it elsewhere; vLLM and Ollama accept `reasoning` the same way.
     """
-    if THINKING_BLOCKS in msg:  # signed for the Messages API (agi.anthropic), no use elsewhere
+    if (
+        THINKING_BLOCKS in msg
+    ):  # signed for the Messages API (agi.providers.anthropic), no use elsewhere
         msg = {k: v for k, v in msg.items() if k != THINKING_BLOCKS}
     if COMPACTION in msg:  # the model sees the record as the user message it is
         msg = {k: v for k, v in msg.items() if k != COMPACTION}

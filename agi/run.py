@@ -16,12 +16,12 @@ from agi.settings import Settings
 
 if TYPE_CHECKING:
     from agi.agent import Agent
-    from agi.session import Session
+    from agi.sessions.session import Session
 
 
 def make_view(settings: Settings, interactive: bool) -> Any:
     """The terminal view when a person watches stderr (or -v), else silence."""
-    from agi.render import Silent, Terminal
+    from agi.frontends.render import Silent, Terminal
 
     tty = sys.stderr.isatty()
     if settings.quiet or not (tty or settings.verbose):
@@ -31,7 +31,7 @@ def make_view(settings: Settings, interactive: bool) -> Any:
 
 def open_session(settings: Settings, path: Path | None, cont: bool) -> Session:
     """The session named, the last one used (`-c`), or a new one; recorded in the index."""
-    from agi.session import Session, SessionIndex
+    from agi.sessions.session import Session, SessionIndex
 
     index = SessionIndex(settings.home)
     if cont:
@@ -68,7 +68,7 @@ class Run:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        from agi.cost import Meter
+        from agi.providers.cost import Meter
 
         self.meter = Meter(settings.prices, settings.max_cost)  # subagents and ghosts included
         self.meter.require(settings.model.label, settings.model.model)  # exit 2 before a session
@@ -186,7 +186,7 @@ class Run:
         answer: Any = reply.text
         verdict = None
         if s.schema is not None or s.judge is not None:
-            from agi.schema import JUDGE_SCHEMA, judge_instruction, schema_instruction
+            from agi.structured.schema import JUDGE_SCHEMA, judge_instruction, schema_instruction
 
             if s.schema is not None:
                 answer = self.ghost(s.schema, schema_instruction(s.schema))
@@ -218,9 +218,9 @@ class Run:
 
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session)."""
-        from agi.capabilities import Formats
         from agi.messages import StepStart, UsageEvent
-        from agi.schema import ghost_json
+        from agi.providers.capabilities import Formats
+        from agi.structured.schema import ghost_json
 
         agent = self.agent
         assert agent is not None
@@ -306,7 +306,7 @@ class Run:
                 return
         self.view.handle(event)
         if self.output == "jsonl":
-            from agi.output import event_line
+            from agi.frontends.output import event_line
 
             sys.stdout.write(self.redact(event_line(event)))
             sys.stdout.flush()
@@ -325,7 +325,7 @@ class Run:
 
     def write_result(self, answer: Any, exit_code: int, error: str | None = None) -> None:
         if self.output in ("json", "jsonl"):
-            from agi.output import result_line
+            from agi.frontends.output import result_line
 
             sys.stdout.write(self.redact(result_line(self, answer, exit_code, error)))
         elif answer is not None and self.settings.schema is not None:
@@ -359,8 +359,8 @@ class Run:
         try:
             if self.agent is not None:
                 self.agent.close()
-            if "agi.hooks" in sys.modules:  # hooks of calls still waiting in other threads
-                sys.modules["agi.hooks"].end_running()
+            if "agi.claude.hooks" in sys.modules:  # hooks of calls still waiting in other threads
+                sys.modules["agi.claude.hooks"].end_running()
         finally:
             if self.session is not None:
                 self.session.unlock()

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from agi.config import ModelConfig
 from agi.errors import UsageError
-from agi.sandbox import Policy
+from agi.tools.sandbox import Policy
 
 if TYPE_CHECKING:
-    from agi.commands import Command
-    from agi.hooks import Hooks
-    from agi.permissions import Permissions
-    from agi.plugins import Plugin
-    from agi.skills import Skill
-    from agi.subagents import AgentFile
+    from agi.claude.commands import Command
+    from agi.claude.hooks import Hooks
+    from agi.claude.permissions import Permissions
+    from agi.claude.plugins import Plugin
+    from agi.claude.skills import Skill
+    from agi.claude.subagents import AgentFile
 
 
 def system_prompt(files: list[str] | None) -> str:
@@ -68,7 +68,7 @@ class ToolSources:
     files: list[Path] = field(default_factory=list)  # --tool
     dirs: list[Path] = field(default_factory=list)  # --tools-dir, and tools/ beside the config
     mcp: list[Any] = field(default_factory=list)  # --mcp, mcp.json beside the config: Path or
-    # agi.mcp_config.McpSource (a plugin's servers, or a file with settings files' env)
+    # agi.tools.mcp_config.McpSource (a plugin's servers, or a file with settings files' env)
     allow: list[str] | None = None  # --tools: the names offered (None: all)
     none: bool = False  # --no-tools
 
@@ -139,7 +139,7 @@ class Settings:
         tools = _tool_sources(flags, file, path.parent)
         tools.mcp += extensions.pop("mcp", [])
         if extensions.get("env"):
-            from agi.mcp_config import McpSource
+            from agi.tools.mcp_config import McpSource
 
             env = extensions["env"]
             tools.mcp = [
@@ -198,7 +198,7 @@ def _window(flags: dict[str, Any], file: dict[str, Any]) -> Window:
 def _schema(spec: Any) -> dict[str, Any] | None:
     if spec is None:
         return None
-    from agi.schema import parse_schema
+    from agi.structured.schema import parse_schema
 
     return parse_schema(spec)
 
@@ -231,14 +231,14 @@ def _extensions(
     hook_files = paths(flags, file, "hooks", home / "hooks.json")
     extra_hooks = found.pop("extra_hooks")
     if hook_files or extra_hooks:
-        from agi.hooks import load_hooks
+        from agi.claude.hooks import load_hooks
 
         found["hooks"] = load_hooks(hook_files, extra=extra_hooks)
         warnings += found["hooks"].warnings
     agent_dirs = paths(flags, file, "agents", home / "agents")
     found["agents"] = found.get("agents", [])
     if agent_dirs:
-        from agi.subagents import load_agents
+        from agi.claude.subagents import load_agents
 
         agents, more = load_agents(agent_dirs)
         found["agents"] = agents + found["agents"]
@@ -246,18 +246,18 @@ def _extensions(
     skill_dirs = paths(flags, file, "skills", home / "skills")
     found["skills"] = found.get("skills", [])
     if skill_dirs:
-        from agi.skills import load_skills
+        from agi.claude.skills import load_skills
 
         skills, more = load_skills(skill_dirs)
         found["skills"] = skills + found["skills"]
         warnings += more
     command_dirs = paths(flags, file, "commands", home / "commands")
     if command_dirs:
-        from agi.commands import find_commands
+        from agi.claude.commands import find_commands
 
         found["commands"] = find_commands(command_dirs, warnings=warnings) + found["commands"]
     if merged(flags, file, "permission_mode") is not None:
-        from agi.permissions import Permissions
+        from agi.claude.permissions import Permissions
 
         permissions = found["permissions"] or Permissions()
         found["permissions"] = Permissions(
@@ -275,7 +275,7 @@ def _claude(
     found: dict[str, Any] = {"extra_hooks": [], "commands": [], "env": {}, "permissions": None}
     plugin_dirs = [Path(p) for p in listed(merged(flags, file, "plugins"))]
     if plugin_dirs:
-        from agi.plugins import load_plugins
+        from agi.claude.plugins import load_plugins
 
         parts = load_plugins(plugin_dirs)
         warnings += parts.warnings
@@ -285,8 +285,8 @@ def _claude(
     rules_given = any(merged(flags, file, k) for k in ("allow", "ask", "deny"))
     if not settings_files and not rules_given:
         return found
-    from agi.claude_settings import read_claude_settings
-    from agi.permissions import COMMAND_LINE, KINDS, Permissions, notes, parse_rules
+    from agi.claude.permissions import COMMAND_LINE, KINDS, Permissions, notes, parse_rules
+    from agi.claude.settings_files import read_claude_settings
 
     claude = read_claude_settings(settings_files)
     warnings += claude.warnings

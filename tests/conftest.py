@@ -86,3 +86,24 @@ def wait_for_file(path: Path, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def timed(name: str, log: Path, command: str = "sleep 1") -> str:
+    """A shell command that runs `command` and records its own interval in `log`, one line
+    `NAME START END` (seconds, from `date +%s.%N`): concurrency is proven by the commands' own
+    clocks, never by how long the test took."""
+    return f"s=$(date +%s.%N); {command}; e=$(date +%s.%N); echo \"{name} $s $e\" >> '{log}'"
+
+
+def intervals(log: Path) -> dict[str, tuple[float, float]]:
+    """What `timed` commands recorded: name -> (start, end)."""
+    found = {}
+    for line in log.read_text().splitlines():
+        name, start, end = line.split()
+        found[name] = (float(start), float(end))
+    return found
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Two intervals share some time: each started before the other ended."""
+    return a[0] < b[1] and b[0] < a[1]

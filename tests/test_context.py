@@ -1,4 +1,4 @@
-"""Request sizes, context windows, and the providers' "too long" errors (agi.context)."""
+"""Request sizes, context windows, and the providers' "too long" errors (agi.sessions.context)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agi.context import (
+from agi.providers.stream import provider_error
+from agi.sessions.context import (
     CACHE_FILE,
     Estimator,
     configured_window,
@@ -21,7 +22,6 @@ from agi.context import (
     text_size,
     window_for,
 )
-from agi.stream import provider_error
 
 from conftest import FIXTURES
 from fakeserver import FakeModel

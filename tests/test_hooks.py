@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from agi.errors import ConfigError
-from agi.hooks import (
+from agi.claude.hooks import (
     Hooks,
     HookSettingsError,
     base_payload,
@@ -24,6 +23,7 @@ from agi.hooks import (
     read_env_file,
     resolve_ask,
 )
+from agi.errors import ConfigError
 
 from conftest import FIXTURES
 
@@ -475,7 +475,7 @@ def test_an_interrupt_kills_the_running_hooks(tmp_path: Path) -> None:
     pidfile = tmp_path / "sleep.pid"
     settings = write(tmp_path / "hooks.json", {"Stop": [group(cmd("sleepy.sh", 30, pidfile))]})
     program = (
-        "import sys; from pathlib import Path; from agi.hooks import load_hooks\n"
+        "import sys; from pathlib import Path; from agi.claude.hooks import load_hooks\n"
         f"hooks = load_hooks([Path({str(settings)!r})])\n"
         "try:\n    hooks.run('Stop', {})\n"
         "except KeyboardInterrupt:\n    print('interrupted')\n"

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agi.errors import AgiError, ConfigError, ProviderError
-from agi.stream import StreamAssembler, iter_sse
-from agi.transport import sse_lines
+from agi.providers.stream import StreamAssembler, iter_sse
+from agi.providers.transport import sse_lines
 
 from conftest import FIXTURES
 
@@ -107,7 +107,7 @@ settings_files = st.one_of(
 )
 @given(content=settings_files | st.text(max_size=40).map(lambda t: {"raw": t}))
 def test_random_hooks_settings_load_or_fail_cleanly(tmp_path: Path, content):
-    from agi.hooks import EVENTS, load_hooks
+    from agi.claude.hooks import EVENTS, load_hooks
 
     path = tmp_path / "hooks.json"
     path.write_text(

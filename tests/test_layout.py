@@ -120,7 +120,7 @@ def long_functions() -> list[str]:
 
 
 def test_the_import_graph_sees_function_level_and_package_imports():
-    assert "agi.errors" in GRAPH["agi.cli"]
+    assert "agi.errors" in GRAPH["agi.frontends.cli"]
     assert {"agi.tools.shell", "agi.tools.terminal"} <= GRAPH["agi.tools"]  # in builtin_tools()
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
 

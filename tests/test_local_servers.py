@@ -137,7 +137,7 @@ def test_every_form_refused_down_to_plain_instructions(agi, tmp_path):
 def test_recorded_llama_cpp_python_stream_replays():
     from agi.config import ModelConfig
     from agi.messages import drain
-    from agi.transport import Transport
+    from agi.providers.transport import Transport
 
     with FakeModel(raw((LOCAL / "llama_cpp_python_text.sse").read_bytes())) as server:
         transport = Transport(ModelConfig("local", "smol", server.url))
@@ -189,7 +189,7 @@ def test_llama_server_takes_json_schema_and_its_window_from_props(agi, tmp_path)
         r = agi("-s", str(s), "and then?", server=server)
     assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
     assert len(server.requests) == 3  # refused, the summary, sent again
-    from agi.context import window_for
+    from agi.sessions.context import window_for
 
     with FakeModel() as server:
         server.route("GET", "/props", fixture("llama_server_props.json"))
@@ -274,7 +274,7 @@ def test_every_provider_error_is_one_line(agi, tmp_path, name):
 
 
 def test_one_line_keeps_the_providers_own_words():
-    from agi.provider_errors import error_message, one_line
+    from agi.providers.errors import error_message, one_line
 
     assert one_line(HTML_502) == "502 Bad Gateway"
     assert one_line(TRACEBACK) == "RuntimeError: model is still loading"
@@ -289,7 +289,7 @@ def test_one_line_keeps_the_providers_own_words():
 
 def test_every_recorded_error_body_becomes_one_line():
     """Every error fixture in the repository, whatever its shape."""
-    from agi.provider_errors import provider_error
+    from agi.providers.errors import provider_error
 
     files = [*FIXTURES.glob("context_errors/*/*.json"), *LOCAL.glob("*.json")]
     files += [p for p in FIXTURES.glob("transport/*error*.json") if "request" not in p.name]
@@ -357,7 +357,7 @@ def test_ollama_reasoning_usage_and_schema(agi, tmp_path):
 
 def truncating_ollama(default_ctx: int = 4096):
     """An Ollama that cuts whatever passes its num_ctx, silently, and says how much it read."""
-    from agi.context import estimate
+    from agi.sessions.context import estimate
 
     def step(body: dict):
         ctx = (body.get("options") or {}).get("num_ctx", default_ctx)

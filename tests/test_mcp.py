@@ -25,12 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from agi import mcp
 from agi.errors import ConfigError, ToolError
-from agi.mcp import Runtime
-from agi.mcp_config import expand, read_configs
 from agi.messages import ToolCall
-from agi.tools import Toolbox, ToolContext
+from agi.tools import Toolbox, ToolContext, mcp
+from agi.tools.mcp import Runtime
+from agi.tools.mcp_config import expand, read_configs
 
 from conftest import AGI, start_agi
 from fakeserver import FakeModel, call, calls, text
@@ -48,7 +47,7 @@ _opened: list[Runtime] = []
 
 
 def load_mcp(paths: list[Path], cache: Path | None) -> tuple[list, list[str]]:
-    """agi.mcp.load_mcp, with a runtime that close_all() below can reach."""
+    """agi.tools.mcp.load_mcp, with a runtime that close_all() below can reach."""
     runtime = Runtime()
     _opened.append(runtime)
     return mcp.load_mcp(paths, cache, runtime)
@@ -472,7 +471,7 @@ def test_without_the_sdk_a_server_is_a_warning_that_says_what_to_install(tmp_pat
 
 @needs_sdk
 def test_names_are_safe_and_hook_matchers_see_them(tmp_path):
-    from agi.hook_settings import _name_matcher
+    from agi.claude.hook_settings import _name_matcher
 
     tools, _ = load_mcp([config(tmp_path, {"my.srv": helper()})], tmp_path / "cache.json")
     assert all(t.name.startswith("mcp__my_srv__") for t in tools)

@@ -1,6 +1,6 @@
 """Inline suggestions (issue 20): a real headless Neovim with agi's Lua side and remote plugin,
 keys fed with nvim_input, against the scripted server's fill-in-the-middle routes; and the
-request shapes of agi.fim on their own."""
+request shapes of agi.nvim.fim on their own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import test_nvim
 from test_nvim import WatchedModel, needs_nvim, until
 
 from agi.config import ModelConfig
-from agi.fim import Completer, choose, endpoint, from_chat, tidy
+from agi.nvim.fim import Completer, choose, endpoint, from_chat, tidy
 
 from fakeserver import FakeModel, completion, fim, infill, status, text
 

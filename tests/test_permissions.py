@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from agi.claude.permissions import KINDS, Permissions, decide, parse_rule, parse_rules
 from agi.errors import UsageError
-from agi.permissions import KINDS, Permissions, decide, parse_rule, parse_rules
 
 from conftest import AGI
 from fakeserver import FakeModel, call, text

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from agi.agent import Agent
 from agi.config import ModelConfig
 from agi.messages import ReasoningDelta, Reply, TextDelta, tool_result, user
-from agi.react import (
+from agi.providers.react import (
     ReactTransport,
     TurnStream,
     parse_turn,
@@ -23,10 +23,10 @@ from agi.react import (
     react_system_prompt,
     react_text,
 )
-from agi.session import Session
+from agi.providers.transport import Transport
+from agi.sessions.session import Session
 from agi.tools import Toolbox, builtin_tools, spec
 from agi.tools.calculate import Calculate
-from agi.transport import Transport
 
 from fakeserver import FakeModel, text
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from agi.errors import ToolError, UsageError
-from agi.sandbox import INSTALL_HINT, Policy
 from agi.tools import ToolContext
+from agi.tools.sandbox import INSTALL_HINT, Policy
 from agi.tools.shell import run_process
 
 from fakeserver import FakeModel, call, text

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from agi.config import ModelConfig
 from agi.errors import ProviderError, SchemaFailed, UsageError
 from agi.messages import ReasoningDelta, TextDelta, UsageEvent
-from agi.schema import (
+from agi.providers.transport import Transport
+from agi.structured.schema import (
     JUDGE_SCHEMA,
     SchemaError,
     SchemaInvalid,
@@ -25,7 +26,6 @@ from agi.schema import (
     parse_schema,
     schema_instruction,
 )
-from agi.transport import Transport
 
 from fakeserver import FakeModel, status, text
 
@@ -568,6 +568,6 @@ def test_schema_instruction_names_the_shape():
 
 
 def test_importing_the_module_does_not_import_pydantic():
-    code = "import sys, agi.schema; print('pydantic' in sys.modules)"
+    code = "import sys, agi.structured.schema; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

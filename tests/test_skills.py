@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agi.errors import UsageError
-from agi.skills import (
+from agi.claude.skills import (
     FrontMatterError,
     SkillTool,
     load_skills,
@@ -22,6 +21,7 @@ from agi.skills import (
     skills_prompt,
     split_front_matter,
 )
+from agi.errors import UsageError
 from agi.tools import ToolContext, ToolError
 
 from conftest import FIXTURES

@@ -1,4 +1,5 @@
-"""Property-based tests for agi.stream: SSE framing, inline <think> splitting, chunk assembly."""
+"""Property-based tests for agi.providers.stream: SSE framing, inline <think> splitting, chunk
+assembly."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agi.messages import ReasoningDelta, TextDelta, ToolCall
-from agi.stream import StreamAssembler, ThinkSplitter, iter_sse
+from agi.providers.stream import StreamAssembler, ThinkSplitter, iter_sse
 
 SETTINGS = settings(max_examples=200, deadline=None)
 

@@ -10,7 +10,7 @@ import pytest
 from agi.config import ModelConfig
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
-from agi.transport import Transport
+from agi.providers.transport import Transport
 
 from conftest import FIXTURES
 from fakeserver import FakeModel, raw, status

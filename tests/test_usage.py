@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agi.config import ModelConfig
-from agi.cost import Meter, Price, find_price, money
 from agi.messages import Usage
-from agi.transport import Transport
+from agi.providers.cost import Meter, Price, find_price, money
+from agi.providers.transport import Transport
 
 from conftest import FIXTURES
 from fakeserver import USAGE, FakeModel, call, calls, raw, text, with_headers
@@ -55,7 +55,7 @@ def step_for(path: Path, headers: dict[str, str] | None = None):
 def one_call(path: Path, label: str, prices=None, headers=None) -> tuple[Usage, Usage]:
     """Replay one recorded response over HTTP through the transport agi uses for `label`;
     the reply's usage and the meter's total."""
-    from agi.anthropic import AnthropicMessages
+    from agi.providers.anthropic import AnthropicMessages
 
     provider, _, model = label.partition(":")
     meter = Meter(prices)
@@ -211,7 +211,7 @@ SHAPE = st.recursive(
 def test_any_usage_object_reads_as_sane_counts(usage, timings):
     """Whatever a server sends as usage: no exception, no negative counts, the cached and
     written parts within the input, the reasoning within the output."""
-    from agi.usage import parse_usage
+    from agi.providers.usage import parse_usage
 
     got = parse_usage(usage, timings)
     if got is not None:

@@ -14,7 +14,7 @@ from agi.errors import AgiError
 from agi.messages import Reply, drain
 from agi.nvim.edit import fence_for, result_lines
 from agi.prompts import HERE as PROMPTS
-from agi.session import Session, new_session_id
+from agi.sessions.session import Session, new_session_id
 
 
 class Job(Protocol):
@@ -135,7 +135,7 @@ def run_request(job: Job) -> list[str]:
 
 def _run(job: Job, session: Session) -> list[str]:
     from agi.assemble import Context, assemble, deadline_for
-    from agi.cost import Meter
+    from agi.providers.cost import Meter
     from agi.settings import Settings
 
     request = job.request

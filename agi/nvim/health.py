@@ -13,8 +13,8 @@ def engine_problem() -> str | None:
 
         import agi.agent  # noqa: F401
         import agi.nvim.engine  # noqa: F401
+        import agi.providers.transport  # noqa: F401
         import agi.run  # noqa: F401
-        import agi.transport  # noqa: F401
     except ImportError as e:
         return f"{type(e).__name__}: {e}"
     return None
@@ -54,7 +54,7 @@ def provider_report(model: Any, file: dict[str, Any]) -> dict[str, Any]:
     section = (file.get("providers") or {}).get(model.provider) or {}
     key_var = section.get("api_key_env") or key_var
     if model.provider == "anthropic":
-        from agi.anthropic import messages_url
+        from agi.providers.anthropic import messages_url
 
         protocol, endpoint = "Anthropic Messages API", messages_url(model.base_url)
     else:

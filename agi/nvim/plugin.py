@@ -30,7 +30,7 @@ class Job(Cancellable):
         super().__init__()
         self.plugin, self.request = plugin, request
         self.id = int(request["id"])
-        self.meter: Any = None  # agi.cost.Meter of the request, set by the engine
+        self.meter: Any = None  # agi.providers.cost.Meter of the request, set by the engine
         self.chars = 0
         self.phase = "waiting"
         self.sent = 0.0
@@ -127,7 +127,7 @@ class Job(Cancellable):
 def tool_line(event: Any) -> str:
     """A tool step in one line, as the terminal view shows it: `Read(notes.txt)`, then how it
     ended: `Read(notes.txt) ✓ 0.01s`, or with ✗ and the error's first line."""
-    from agi.render import describe_input, short
+    from agi.frontends.render import describe_input, short
 
     try:
         args = event.call.parse_arguments()
@@ -250,8 +250,8 @@ def model_names() -> dict[str, Any]:
     import os
 
     from agi.config import PROVIDERS, config_path, load_file, resolve_model, split_model
-    from agi.cost import BUILTIN
     from agi.errors import AgiError
+    from agi.providers.cost import BUILTIN
 
     path = config_path()
     try:
@@ -279,7 +279,7 @@ def model_names() -> dict[str, Any]:
     return {"names": sorted(names) + [f"{p}:" for p in providers], "configured": configured}
 
 
-# who serves the built-in price table's models (agi.cost.BUILTIN), by name prefix
+# who serves the built-in price table's models (agi.providers.cost.BUILTIN), by name prefix
 VENDORS = (
     ("gpt-", "openai"),
     ("o3", "openai"),

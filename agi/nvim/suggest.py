@@ -1,7 +1,7 @@
 """Inline suggestions on the Python host: one request in flight per buffer, each on its own
 thread; the text so far goes to Lua's `require('agi.suggest')._event` as it streams in.
 
-Imported on the host's event loop, so it imports nothing heavy: `agi.fim` (httpx, settings) is
+Imported on the host's event loop, so it imports nothing heavy: `agi.nvim.fim` (httpx, settings) is
 imported on the worker thread.
 """
 
@@ -36,7 +36,7 @@ class Suggestions:
         self.nvim = nvim
         self.lock = threading.Lock()
         self.flights: dict[int, Flight] = {}  # the one in flight, by buffer
-        self.completer: Any = None  # agi.fim.Completer, made on the first worker thread
+        self.completer: Any = None  # agi.nvim.fim.Completer, made on the first worker thread
 
     def request(self, request: dict[str, Any]) -> None:
         flight = Flight(request)
@@ -70,7 +70,7 @@ class Suggestions:
         """The event that ends the request (None when cancelled: nobody waits for it)."""
         try:
             from agi.errors import AgiError, Cancelled
-            from agi.fim import Completer
+            from agi.nvim.fim import Completer
         except ImportError as e:  # pragma: no cover - the shim already imported agi
             return {"type": "error", "message": str(e)}
         with self.lock:

@@ -64,7 +64,7 @@ class Toolbox:
         self._specs: list[dict[str, Any]] | None = None
         self.ctx = ctx or ToolContext()
         self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
-        self.guard = guard  # agi.permissions.Guard: the permission rules, when there are any
+        self.guard = guard  # agi.claude.permissions.Guard: the permission rules, when there are any
         self.owner = owner  # a subagent's toolbox shares its parent's tools and must not close them
 
     def interrupt(self) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agi.errors import ToolError
 
 if TYPE_CHECKING:
-    from agi.sandbox import Policy
+    from agi.tools.sandbox import Policy
 
 
 class ToolText(str):
@@ -36,7 +36,7 @@ class ToolText(str):
 
 
 def _no_sandbox() -> Policy:
-    from agi.sandbox import Policy
+    from agi.tools.sandbox import Policy
 
     return Policy()
 

@@ -14,7 +14,7 @@ from agi.errors import ToolError
 from agi.tools.protocol import ToolContext, ToolText, require
 
 if TYPE_CHECKING:
-    from agi.sandbox import Policy
+    from agi.tools.sandbox import Policy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

@@ -17,7 +17,7 @@ from agi.tools.keys import encode_keys
 from agi.tools.protocol import ToolContext, require
 
 if TYPE_CHECKING:
-    from agi.sandbox import Policy
+    from agi.tools.sandbox import Policy
 
 DEFAULT_ROWS, DEFAULT_COLS = 24, 80
 DEFAULT_WAIT_MS = 1000

@@ -364,12 +364,12 @@ H.usage = function(u)
   return { input = tonumber(u.input) or 0, output = tonumber(u.output) or 0, cost = cost }
 end
 
---- `1234 in, 56 out, $0.0123` (or `cost unknown`), as agi.cost.describe() says it.
+--- `1234 in, 56 out, $0.0123` (or `cost unknown`), as agi.providers.cost.describe() says it.
 H.describe_usage = function(u)
   return string.format('%d in, %d out, %s', u.input, u.output, u.cost and H.money(u.cost) or 'cost unknown')
 end
 
---- `$0.0123`, `$0.01`, `$1.50`; small sums keep six decimals (`$0.000072`): agi.cost.money().
+--- `$0.0123`, `$0.01`, `$1.50`; small sums keep six decimals (`$0.000072`): agi.providers.cost.money().
 H.money = function(usd)
   local text = string.format((usd >= 0.01 or usd == 0) and '%.4f' or '%.6f', usd)
   local whole, fraction = text:match('^(%d+)%.(%d*)$')

@@ -1,0 +1,92 @@
+"""What a run is extended with, for people: `--list-extensions` (every plugin, command, skill,
+agent, hook and MCP source, and the file it came from), and a `/command` prompt applied to the
+settings of the run (its text, its `allowed-tools` rules, its `model`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agi.config import ModelConfig
+    from agi.settings import Settings
+
+BUILTINS = ("compact", "help", "session", "sys")  # the REPL's own commands
+
+
+def command_prompt(
+    prompt: str, settings: Settings, builtins: tuple[str, ...] = ()
+) -> tuple[str, Settings]:
+    """The prompt a `/NAME args` line stands for, and the settings it runs with; any other
+    prompt as it is. An unknown `/WORD` is a usage error listing the known commands."""
+    from agi.claude.commands import expand, first_word, lookup
+    from agi.claude.permissions import Permissions
+
+    name = first_word(prompt)
+    if name is None:
+        return prompt, settings
+    command = lookup(name, settings.commands, builtins)
+    permissions = settings.permissions or Permissions()
+    warnings = list(settings.warnings)
+    done = expand(
+        prompt, command, permissions, os.getcwd(), settings.env, warnings.append, settings.sandbox
+    )
+    changes: dict[str, Any] = {"warnings": warnings}
+    if done.rules:
+        changes["permissions"] = permissions.with_rules(done.rules)
+    if done.model:
+        changes["model"] = command_model(settings.model, done.model)
+    return done.prompt, dataclasses.replace(settings, **changes)
+
+
+def command_model(current: ModelConfig, spec: str) -> ModelConfig:
+    """A command's `model`: `provider:model` as given; a Claude name or alias (`haiku`) when
+    the run speaks Anthropic; otherwise the run's own model (the command was written for
+    Claude Code, and its model may not exist elsewhere)."""
+    from agi.config import PROVIDERS, split_model
+
+    provider, model = split_model(spec, {})
+    if provider is not None and provider in PROVIDERS:
+        return dataclasses.replace(current, provider=provider, model=model)
+    if current.provider != "anthropic":
+        return current
+    if spec.startswith("claude-"):
+        return dataclasses.replace(current, model=spec)
+    from agi.providers.anthropic import claude_model
+
+    alias = claude_model(spec)
+    return dataclasses.replace(current, model=alias) if alias else current
+
+
+def inventory(settings: Settings) -> str:
+    """The listing `agi --list-extensions` prints."""
+    from agi.claude.commands import listing
+
+    out: list[str] = []
+
+    def section(title: str, rows: list[tuple[str, str, str]]) -> None:
+        out.append(f"{title}:" if rows else f"{title}: none")
+        for name, summary, where in rows:
+            out.append(f"  {name}" + (f"  {summary}" if summary else ""))
+            if where:
+                out.append(f"      {where}")
+
+    section("plugins", [(p.label, "", str(p.root)) for p in settings.plugins])
+    section("commands", listing(settings.commands))
+    section("skills", [(s.name, _short(s.description), str(s.file)) for s in settings.skills])
+    agents = [(a.name, _short(a.description), str(a.path or "")) for a in settings.agents]
+    section("agents", agents)
+    hooks = settings.hooks.hooks if settings.hooks is not None else {}
+    rows = [(f"{event} {h.command}", "", h.source) for event, hs in hooks.items() for h in hs]
+    section("hooks", rows)
+    section("MCP configs", [(str(m), "", "") for m in settings.tools.mcp])
+    permissions = settings.permissions
+    if permissions is not None:
+        rules = [(f"{r.kind} {r.text}", "", r.source) for r in permissions.rules]
+        section(f"permission rules (mode {permissions.mode})", rules)
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,182 @@
+"""Where hook events fire in a run, and what their outcomes do to it (CONTRACT section 7).
+
+The engine (`agi.claude.hooks`) runs the scripts and merges their answers; this module builds the
+payloads, records every hook run in the trace, shows messages, and turns outcomes into results,
+context blocks, continuations and HookStopped (exit 6).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from agi.errors import HookStopped
+from agi.messages import ToolCall
+
+
+def context_block(source: str, parts: list[str]) -> str:
+    """Hook context, marked so the model (and a reader of the session) knows where it came from."""
+    body = "\n\n".join(p.strip() for p in parts if p.strip())
+    return f'<context source="{source} hook">\n{body}\n</context>' if body else ""
+
+
+def with_context(text: str, source: str, parts: list[str]) -> str:
+    block = context_block(source, parts)
+    return f"{text}\n\n{block}" if block else text
+
+
+class Lifecycle:
+    """Fires the hook events of one agent (the main one, or a subagent)."""
+
+    def __init__(
+        self,
+        hooks: Any,
+        session: Any,
+        warn: Any,
+        stop_event: str = "Stop",
+        agent_type: str | None = None,
+        env: dict[str, str] | None = None,
+        permission_mode: str = "default",
+    ):
+        self.hooks, self.session, self.warn = hooks, session, warn
+        self.stop_event, self.agent_type = stop_event, agent_type
+        self.stop_active = False
+        self.permission_mode = permission_mode  # hooks see it as `permission_mode`
+        self.transcript: Any = None  # transcript.jsonl, written when a hook first runs
+        # what SessionStart hooks export: shared with the tools' context, so later calls see it
+        self.env: dict[str, str] = {} if env is None else env
+
+    def fire(self, event: str, **fields: Any) -> Any:
+        """Run one event's hooks; trace them, show their messages, honour `continue: false`."""
+        from agi.claude.hooks import base_payload
+
+        payload = base_payload(
+            self.session.path.name, self.transcript_path(), os.getcwd(), event, self.permission_mode
+        )
+        payload.update(fields)
+        if self.session.secrets:  # API keys never reach a hook, even inside a tool's output
+            payload = json.loads(self.session.redact(json.dumps(payload)))
+        outcome = self.hooks.run(event, payload, env=self.env or None)
+        for run in outcome.runs:
+            self.session.trace(run)
+        for message in outcome.messages:
+            self.warn(message)
+        if outcome.stop:
+            raise HookStopped(outcome.stop_reason or f"a {event} hook stopped the run")
+        return outcome
+
+    def transcript_path(self) -> str:
+        """transcript.jsonl (Claude Code's format), brought up to date for the hook about to run."""
+        if self.transcript is None:
+            from agi.claude.transcript import Transcript
+
+            self.transcript = Transcript(self.session)
+        return str(self.transcript.update())
+
+    def session_start(self, source: str, model: str) -> str:
+        """Context for the first prompt; the exports hooks wrote apply to later tool calls."""
+        if not self.hooks.has("SessionStart"):
+            return ""
+        outcome = self.fire("SessionStart", source=source, model=model)
+        self.env.update(outcome.env)
+        return context_block("SessionStart", outcome.context)
+
+    def pre_compact(self, trigger: str, focus: str) -> None:
+        """Before a compaction (matcher `auto` or `manual`); it cannot be blocked."""
+        if self.hooks.has("PreCompact"):
+            self.fire("PreCompact", trigger=trigger, custom_instructions=focus)
+
+    def session_end(self, reason: str) -> None:
+        if self.hooks.has("SessionEnd"):
+            self.fire("SessionEnd", reason=reason)
+
+    def prompt(self, prompt: str) -> str:
+        """The user's message as stored: blocked prompts end the run (exit 6), never stored."""
+        if not self.hooks.has("UserPromptSubmit"):
+            return prompt
+        outcome = self.fire("UserPromptSubmit", prompt=prompt)
+        if outcome.blocked:
+            raise HookStopped(f"a UserPromptSubmit hook blocked the prompt: {outcome.reason}")
+        return with_context(prompt, "UserPromptSubmit", outcome.context)
+
+    def before_tool(
+        self, call: ToolCall, input: dict[str, Any]
+    ) -> tuple[dict[str, Any], str | None, list[str], bool]:
+        """(input to run with, a denial text or None, context for the model, whether a hook
+        allowed the call: then ask rules and dontAsk do not apply, deny rules still do)."""
+        if not self.hooks.has("PreToolUse"):
+            return input, None, [], False
+        outcome = self.fire(
+            "PreToolUse", tool_name=call.name, tool_input=input, tool_use_id=call.id
+        )
+        if outcome.blocked or outcome.permission == "deny":
+            denial = f"Blocked by a PreToolUse hook: {outcome.reason}".strip()
+            return input, denial, outcome.context, False
+        if outcome.permission == "ask":
+            from agi.claude.hooks import resolve_ask
+
+            person = sys.stdin.isatty() and sys.stderr.isatty()
+            question = f"agi: allow {call.name}({json.dumps(input)[:200]})? {outcome.reason}"
+            if not resolve_ask(question.strip(), person):
+                who = "the user said no" if person else "nobody was at the terminal to allow it"
+                denial = f"Denied: a hook asked for permission and {who}."
+                return input, denial, outcome.context, False
+        if outcome.updated_input is not None:
+            self.session.trace(
+                {"type": "hook_input", "id": call.id, "input": outcome.updated_input}
+            )
+            input = outcome.updated_input
+        return input, None, outcome.context, outcome.permission in ("allow", "ask")
+
+    def after_tool(
+        self,
+        call: ToolCall,
+        input: dict[str, Any],
+        result: str,
+        is_error: bool,
+        response: dict[str, Any] | None,
+    ) -> list[str]:
+        """Feedback and context that hooks add to the result the model sees."""
+        event = "PostToolUseFailure" if is_error else "PostToolUse"
+        if not self.hooks.has(event):
+            return []
+        fields: dict[str, Any] = {
+            "tool_name": call.name,
+            "tool_input": input,
+            "tool_use_id": call.id,
+        }
+        if is_error:
+            fields.update(error=result, is_interrupt=False)
+        else:
+            fields["tool_response"] = response if response is not None else result
+        outcome = self.fire(event, **fields)
+        notes = list(outcome.context)
+        if outcome.blocked and outcome.reason:
+            notes.insert(0, f"{event} hook feedback: {outcome.reason}")
+        return notes
+
+    def stop(self, answer: str) -> str | None:
+        """A reason to go on instead of stopping (a blocking Stop hook), or None."""
+        if not self.hooks.has(self.stop_event):
+            return None
+        fields: dict[str, Any] = {
+            "stop_hook_active": self.stop_active,
+            "last_assistant_message": answer,
+        }
+        if self.agent_type:
+            fields.update(
+                agent_type=self.agent_type,
+                agent_id=self.session.path.name,
+                agent_transcript_path=self.transcript_path(),
+            )
+        outcome = self.fire(self.stop_event, **fields)
+        if outcome.blocked:
+            self.stop_active = True
+            return with_context(
+                f"A {self.stop_event} hook asks you to continue: {outcome.reason}",
+                self.stop_event,
+                outcome.context,
+            )
+        return None

@@ -1,0 +1,133 @@
+"""Subagents: Claude Code agent files (`NAME.md`) and the `Task` tool that runs one.
+
+A subagent has its own context (a session under the parent's `subagents/`), its own system
+prompt (the file's body) and the tools its file lists; several `Task` calls in one turn run
+concurrently, because the toolbox runs a turn's calls in parallel.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agi.errors import UsageError
+from agi.tools import ToolContext, ToolError, require
+
+GENERAL = "general-purpose"
+MAX_DEPTH = 2  # a subagent may start subagents, theirs may not
+
+
+@dataclass
+class AgentFile:
+    name: str
+    description: str
+    system: str
+    tools: list[str] | None = None  # None: the parent's tools
+    model: str | None = None  # None or "inherit": the parent's model
+    path: Path | None = field(default=None, repr=False)
+
+
+def read_agent(path: Path) -> AgentFile:
+    from agi.claude.skills import parse_front_matter, split_front_matter
+
+    lines, body = split_front_matter(path.read_text(encoding="utf-8"))
+    meta = parse_front_matter(lines)
+    name = meta.get("name") or path.stem
+    description = meta.get("description")
+    if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
+        raise ValueError("'name' and 'description' are required in the front matter")
+    tools = meta.get("tools")
+    if isinstance(tools, str):
+        tools = [t.strip() for t in tools.split(",") if t.strip()]
+    listed = isinstance(tools, list) and all(isinstance(t, str) for t in tools)
+    if tools is not None and not listed:
+        raise ValueError("'tools' must be a comma-separated string or a list")
+    model = meta.get("model")
+    return AgentFile(
+        name,
+        " ".join(description.split()),
+        body.strip(),
+        tools,
+        model if isinstance(model, str) and model != "inherit" else None,
+        path,
+    )
+
+
+def load_agents(dirs: list[Path]) -> tuple[list[AgentFile], list[str]]:
+    """Agent files from each directory in order; the first of a name wins; bad files warn."""
+    agents: dict[str, AgentFile] = {}
+    warnings: list[str] = []
+    for directory in dirs:
+        directory = directory.expanduser()
+        if not directory.is_dir():
+            raise UsageError(f"agents directory {directory}: not a directory")
+        for path in sorted(directory.glob("*.md")):
+            try:
+                agent = read_agent(path)
+            except (ValueError, OSError) as e:
+                warnings.append(f"agent file {path}: {e}; skipped")
+                continue
+            if agent.name in agents:
+                warnings.append(f"agent file {path}: the name {agent.name} is taken; skipped")
+            else:
+                agents[agent.name] = agent
+    return list(agents.values()), warnings
+
+
+class Task:
+    """The `Task` tool: run a subagent to its final answer and return that answer."""
+
+    name = "Task"
+
+    def __init__(self, agents: list[AgentFile], spawn: Callable[[AgentFile, str, str], str]):
+        """`spawn(agent_file, prompt, description) -> str` runs one subagent to its answer."""
+        self.agents = {a.name: a for a in agents}
+        self.spawn = spawn
+        from agi.prompts import harness_text
+
+        kinds = "".join(f"\n- {a.name}: {a.description}" for a in agents)
+        self.description = harness_text("task_tool").format(general=GENERAL, kinds=kinds)
+        self.parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "The task in 3-5 words"},
+                "prompt": {"type": "string", "description": "The task, in full"},
+                "subagent_type": {"type": "string", "enum": [GENERAL, *self.agents]},
+            },
+            "required": ["description", "prompt"],
+        }
+
+    def kind(self, input: dict[str, Any]) -> str:
+        """The full name of the agent asked for: a plugin's agent also by its bare name."""
+        from agi.claude.qualified import resolve
+
+        kind = str(input.get("subagent_type") or GENERAL)
+        return resolve(kind, [GENERAL, *self.agents]) or kind
+
+    def canonical(self, input: dict[str, Any]) -> set[str]:
+        """For `Task(AGENT)` permission rules."""
+        return {self.kind(input)}
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        prompt = require(input, "prompt")
+        kind = self.kind(input)
+        if kind == GENERAL:
+            agent = AgentFile(GENERAL, "general-purpose subagent", "", None)
+        elif kind in self.agents:
+            agent = self.agents[kind]
+        else:
+            raise ToolError(
+                f"there is no subagent type {kind!r} "
+                f"(available: {', '.join([GENERAL, *self.agents])})"
+            )
+        return str(self.spawn(agent, prompt, str(input.get("description") or kind)))
+
+
+def subagent_dir(parent: Path, name: str) -> Path:
+    import secrets
+
+    name = name.replace(":", "-")  # a plugin's agent: PLUGIN:NAME
+    return parent / "subagents" / f"{time.strftime('%Y%m%d-%H%M%S')}-{name}-{secrets.token_hex(3)}"

@@ -1,0 +1,175 @@
+"""The jobs of `agi --batch` (CONTRACT section 19): JSON lines read and checked before anything
+runs (a bad line is a usage error naming its number), `--shard K/N`, and the jobs an earlier
+`--batch-out` file already holds with exit 0 (resume)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agi.errors import UsageError
+
+# A job's own fields, each with its check; every other option comes from the command line.
+FIELDS = ("id", "prompt", "schema", "exit_code", "model", "sys", "session", "max_steps")
+FIELDS += ("max_cost", "timeout")
+
+
+@dataclass
+class Job:
+    """One line of the input: its number (1-based), its index among the jobs (0-based, what
+    `--shard` counts), its id (the line number when it gives none) and its own options."""
+
+    line: int
+    index: int
+    id: Any
+    prompt: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """The id as JSON: what a `--batch-out` line is matched by (1 and "1" differ)."""
+        return json.dumps(self.id, ensure_ascii=False)
+
+    @property
+    def source(self) -> str:
+        """Where this job's settings come from, for error messages (CONTRACT section 15)."""
+        return f"batch line {self.line}"
+
+
+def _positive(value: Any, integer: bool = False) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value > 0 and math.isfinite(value) and (not integer or isinstance(value, int))
+
+
+def _names(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(value)
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+CHECKS: dict[str, tuple[Any, str]] = {
+    "id": (lambda v: isinstance(v, str | int) and not isinstance(v, bool), "a string or integer"),
+    "prompt": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "schema": (lambda v: isinstance(v, dict) or isinstance(v, str) and bool(v.strip()), "a spec"),
+    "exit_code": (lambda v: isinstance(v, bool | str), "true, false or the criteria"),
+    "model": (lambda v: isinstance(v, str) and bool(v.strip()), "a model name"),
+    "sys": (_names, "a file name or a list of them"),
+    "session": (lambda v: isinstance(v, str) and bool(v.strip()), "a directory"),
+    "max_steps": (lambda v: _positive(v, integer=True), "a positive integer"),
+    "max_cost": (_positive, "a positive number"),
+    "timeout": (_positive, "a positive number"),
+}
+
+
+def parse_line(text: str, number: int, index: int) -> Job:
+    """One non-blank line as a job: a JSON object with a prompt, or any other text as the
+    prompt itself. A line that starts like an object but is none is unusable input."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return Job(number, index, number, stripped)
+    where = f"batch line {number}"
+    try:
+        job = json.loads(stripped)
+    except ValueError as e:
+        raise UsageError(f"{where}: not valid JSON: {e}") from None
+    if not isinstance(job, dict):
+        raise UsageError(f"{where}: not valid JSON: a job is one object per line")
+    unknown = sorted(set(job) - set(FIELDS))
+    if unknown:
+        raise UsageError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(FIELDS)})")
+    if "prompt" not in job:
+        raise UsageError(f"{where}: no prompt")
+    for name, value in job.items():
+        check, what = CHECKS[name]
+        if not check(value):
+            raise UsageError(f"{where}: {name} must be {what}, not {json.dumps(value)[:60]}")
+    options = {k: v for k, v in job.items() if k not in ("id", "prompt")}
+    return Job(number, index, job.get("id", number), job["prompt"], options)
+
+
+def read_jobs(lines: Iterable[bytes]) -> list[Job]:
+    """Every job of the input, checked: bad UTF-8, bad JSON, a bad field or an id used twice
+    stops everything before a job starts (UsageError naming the line)."""
+    jobs: list[Job] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(lines, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"batch line {number}: not UTF-8 text") from None
+        if not text.strip():
+            continue
+        job = parse_line(text, number, len(jobs))
+        if job.key in seen:
+            raise UsageError(
+                f"batch line {number}: id {job.key} is already used on line {seen[job.key]}"
+            )
+        seen[job.key] = number
+        jobs.append(job)
+    return jobs
+
+
+def open_input(name: str) -> Iterator[bytes]:
+    """The input's lines as bytes: a file, or `-` for standard input."""
+    import sys
+
+    if name == "-":
+        yield from sys.stdin.buffer
+        return
+    try:
+        with open(Path(name).expanduser(), "rb") as f:
+            yield from f
+    except OSError as e:
+        raise UsageError(f"cannot read --batch file {name}: {e.strerror or e}") from None
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """`--shard K/N` (0 <= K < N) as (K, N)."""
+    if text is None:
+        return None
+    k, slash, n = text.partition("/")
+    try:
+        shard = int(k), int(n)
+    except ValueError:
+        shard = (-1, 0)
+    if not slash or not 0 <= shard[0] < shard[1]:
+        raise UsageError(f"--shard must be K/N with 0 <= K < N, e.g. 0/4 (not {text!r})")
+    return shard
+
+
+def in_shard(jobs: list[Job], shard: tuple[int, int] | None) -> list[Job]:
+    """The jobs whose index modulo N is K: N shards partition the input."""
+    if shard is None:
+        return jobs
+    k, n = shard
+    return [job for job in jobs if job.index % n == k]
+
+
+def done_keys(path: Path) -> set[str]:
+    """The ids (as JSON) that `--batch-out` FILE holds with exit 0. A last line cut short (a
+    crash while it was written, by another program) is cut off, so that appending goes on
+    from a line's start; any other line that is not a result is ignored."""
+    try:
+        with open(path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                f.truncate(data.rfind(b"\n") + 1)
+                data = data[: data.rfind(b"\n") + 1]
+    except FileNotFoundError:
+        return set()
+    except OSError as e:
+        raise UsageError(f"cannot read --batch-out file {path}: {e.strerror or e}") from None
+    done = set()
+    for line in data.splitlines():
+        try:
+            result = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(result, dict) and "id" in result and result.get("exit") == 0:
+            done.add(json.dumps(result["id"], ensure_ascii=False))
+    return done

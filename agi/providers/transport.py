@@ -1,0 +1,450 @@
+"""OpenAI-compatible chat completions over httpx: streaming, retries, deadlines, tracing."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Generator, Iterable
+from typing import TYPE_CHECKING, Any
+
+from agi import __version__
+from agi.errors import Cancelled, ProviderError, TimeLimit
+from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, Usage, wire_message
+from agi.providers.errors import provider_error
+from agi.providers.stream import StreamAssembler, iter_sse
+from agi.providers.usage import header_cost
+
+if TYPE_CHECKING:
+    import httpx
+
+    from agi.config import ModelConfig
+    from agi.providers.cost import Meter
+
+ATTEMPTS = 3
+OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
+MAX_RETRY_WAIT = 60.0
+Event = TextDelta | ReasoningDelta | Notice
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asks us to wait: `retry-after-ms`, then `retry-after` (secs or date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        import email.utils
+
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+# A 5xx whose body blames the request, not the server: llama-cpp-python answers a request its
+# pydantic model rejects with a 500 carrying the validation error; llama.cpp's server reports a
+# schema it cannot turn into a grammar as a 500 in older versions.
+INVALID_REQUEST = re.compile(
+    r"validation errors?( for|:)|\bInput should be\b|\bField required\b|response_format|"
+    r"Extra inputs are not permitted|invalid_request_error|RequestValidationError|"
+    r"\bnot supported\b|\bunsupported (param|parameter|value|type)|failed to parse grammar|"
+    r"JSON schema",
+    re.I,
+)
+
+
+def invalid_request(body: str) -> bool:
+    """Whether an error body says the request itself is invalid (so retrying cannot help)."""
+    return bool(INVALID_REQUEST.search(body))
+
+
+def amended(body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+    """The request to send at once instead of one that failed this way, or None."""
+    dropped = next((k for k in OPTIONAL if k in body and k in str(error)), None)
+    if error.status in (400, 422) and dropped:  # a server that rejects an optional parameter
+        return {k: v for k, v in body.items() if k != dropped}
+    if getattr(error, "empty", False) and body.get("stream"):
+        # llama-cpp-python fails a streamed request (one too long, say) after its 200, with an
+        # empty stream; asked without streaming, it answers with the error that says why
+        return {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
+    return None
+
+
+def backoff(attempt: int) -> float:
+    """Exponential backoff with jitter, as the official SDKs do: ~0.5 s, 1 s, 2 s, at most 8 s."""
+    return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
+
+
+def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
+    """Split a byte stream into lines at LF (CRLF), as SSE does.
+
+    httpx's iter_lines also splits at U+2028 and other Unicode breaks, which JSON may carry raw.
+    """
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        *complete, buf = buf.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", "replace")
+
+
+def lazy_tls_transport() -> httpx.BaseTransport:
+    """httpx's transport, but TLS is set up on the first https request: loading the CA
+    certificates costs 20-40 ms per run, wasted on a plain-http endpoint (a local model)."""
+    import httpx
+
+    class LazyTLS(httpx.BaseTransport):
+        def __init__(self) -> None:
+            self.plain = httpx.HTTPTransport(verify=False)  # only ever given http:// URLs
+            self.tls: httpx.HTTPTransport | None = None
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.scheme == "http":
+                return self.plain.handle_request(request)
+            if self.tls is None:
+                self.tls = httpx.HTTPTransport()
+            return self.tls.handle_request(request)
+
+        def close(self) -> None:
+            self.plain.close()
+            if self.tls is not None:
+                self.tls.close()
+
+    return LazyTLS()
+
+
+class Transport:
+    """Streams one chat completion per call; the caller owns the conversation."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        trace: Callable[[dict[str, Any]], None] | None = None,
+        deadline: float | None = None,
+        timeout: float | None = None,
+        meter: Meter | None = None,
+    ):
+        self.config = config
+        self.meter = meter  # every call's usage and cost, and the --max-cost budget
+        self.trace = trace or (lambda record: None)
+        self.deadline = deadline  # time.monotonic() value, or None
+        self.timeout = timeout  # the --timeout it came from, for messages
+        self._client: httpx.Client | None = None
+        self._previous: dict[str, Any] = {}  # the last request's body, for the trace
+        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self.cancelled = threading.Event()
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(follow_redirects=True, transport=lazy_tls_transport())
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def cancel(self) -> None:
+        """From any thread: end the exchange in progress at once and send no more requests.
+
+        Shutting the socket down wakes a read that is waiting on a silent server.
+        """
+        self.cancelled.set()
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _watch_connection(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace extension: remember each socket, so cancel() can shut it down."""
+        if event.endswith("connect_tcp.complete") or event.endswith("start_tls.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                self._sockets.add(sock)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _check_deadline(self) -> None:
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise TimeLimit(self.timeout or 0)
+
+    def payload(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [wire_message(m) for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = tools
+        body.update(self.config.params)
+        body.update(extra)
+        return body
+
+    def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        mark: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> Generator[Event, None, Reply]:
+        """Yield text and reasoning deltas, return the assembled reply; retry what is safe.
+
+        `extra` goes into the request body (e.g. response_format, stop); `mark` into the trace
+        records of this exchange (e.g. {"ghost": True}).
+        """
+        body = self.payload(messages, tools, **extra)
+        trace = self.trace if not mark else lambda record: self.trace({**record, **mark})
+        if self.meter is not None:  # before every model call: the budget may be spent
+            self.meter.check(self.config.label, self.config.model)
+        for attempt in range(1, ATTEMPTS + 1):
+            asm = self.assembler()
+            started = time.monotonic()
+            trace({"type": "request", "attempt": attempt, "url": self.url, **self._traced(body)})
+            try:
+                reply = yield from self._metered(body, asm)
+            except ProviderError as e:
+                trace(
+                    {
+                        "type": "response",
+                        "attempt": attempt,
+                        "error": str(e),
+                        "status": e.status,
+                        **({"body": e.body} if e.body else {}),
+                        "chunks": asm.chunks,
+                        "seconds": round(time.monotonic() - started, 3),
+                    }
+                )
+                changed = amended(body, e) if attempt < ATTEMPTS else None
+                if changed is not None:
+                    body = changed
+                    continue
+                if not e.retryable or asm.delivered or attempt == ATTEMPTS:
+                    raise
+                wait = self._retry_wait(e, attempt)
+                yield Notice(f"{e}; retrying in {wait:.1f} s ({attempt + 1} of {ATTEMPTS})")
+                if self.cancelled.wait(wait):
+                    raise Cancelled() from e
+                continue
+            trace(
+                {
+                    "type": "response",
+                    "attempt": attempt,
+                    "chunks": asm.chunks,
+                    "message": reply.to_message(),
+                    "finish_reason": reply.finish_reason,
+                    "usage": reply.usage.to_dict() if reply.usage else None,
+                    "seconds": round(time.monotonic() - started, 3),
+                }
+            )
+            return reply
+        raise AssertionError("unreachable")
+
+    def _metered(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
+        """One attempt, told to the meter (which fills in the reply's cost): a failed call
+        counts once its usage came; one cut short (Ctrl-C, a ReAct cut) once its answer began,
+        at an unknown cost unless its usage came."""
+        try:
+            reply = yield from self._once(body, asm)
+        except ProviderError:
+            if asm.usage is not None:
+                self._record(asm.usage)
+            raise
+        except BaseException:
+            if asm.chunks:
+                self._record(asm.usage)
+            raise
+        self._record(reply.usage)
+        return reply
+
+    def _record(self, usage: Usage | None) -> None:
+        if self.meter is not None:
+            self.meter.record(self.config.label, self.config.model, usage)
+
+    def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request as the trace keeps it. What this transport's previous request already
+        carried is not written again: `same` counts the leading messages (and flags the tools)
+        that are as before, so a trace grows with the conversation rather than its square."""
+        previous, self._previous = self._previous, body
+        messages, before = body["messages"], previous.get("messages", [])
+        kept, limit = 0, min(len(messages), len(before))
+        while kept < limit and messages[kept] == before[kept]:
+            kept += 1
+        same: dict[str, Any] = {"messages": kept} if kept else {}
+        if body.get("tools") and body.get("tools") == previous.get("tools"):
+            same["tools"] = True
+        if not same:
+            return {"body": body}
+        short = {k: v for k, v in body.items() if k not in same}
+        return {"body": {**short, "messages": messages[kept:]}, "same": same}
+
+    def _retry_wait(self, error: ProviderError, attempt: int) -> float:
+        """How long to wait before the next attempt; an error when that is not allowed."""
+        asked = getattr(error, "retry_after", None)
+        if asked is not None and asked > MAX_RETRY_WAIT:
+            raise ProviderError(
+                f"{error} (the provider asks to retry after {asked:.0f} s)", error.status
+            ) from error
+        wait = asked if asked is not None else backoff(attempt)
+        left = self.remaining()
+        if left is not None and wait >= left:
+            raise ProviderError(
+                f"{error} (no time left to retry within --timeout)", error.status
+            ) from error
+        return wait
+
+    # What another wire protocol overrides (agi.providers.anthropic): the endpoint, the headers,
+    # the body
+    # (payload), the decoder of the stream's chunks (assembler) and the error body (error_from).
+
+    @property
+    def url(self) -> str:
+        return self.config.base_url.rstrip("/") + "/chat/completions"
+
+    def assembler(self) -> StreamAssembler:
+        """A fresh decoder for one response's chunks."""
+        return StreamAssembler()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "User-Agent": f"agi/{__version__}",
+            "Accept": "text/event-stream",
+            "X-Title": "agi",
+        }
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        return headers
+
+    def _timeouts(self) -> httpx.Timeout:
+        import httpx
+
+        left = self.remaining()
+        cap = lambda s: s if left is None else max(0.01, min(s, left))  # noqa: E731
+        idle = self.config.idle_timeout
+        return httpx.Timeout(connect=cap(10.0), read=cap(idle), write=cap(30.0), pool=cap(10.0))
+
+    def _once(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
+        import httpx
+
+        self._check_deadline()
+        self._check_cancelled()
+        try:
+            with self.client.stream(
+                "POST",
+                self.url,
+                json=body,
+                headers=self._headers(),
+                timeout=self._timeouts(),
+                extensions={"trace": self._watch_connection},
+            ) as resp:
+                if resp.status_code >= 400:
+                    raise self._http_error(resp)
+                asm.provider_cost = header_cost(resp.headers)
+                yield from self._read_body(resp, asm)
+                yield from asm.flush()
+                return asm.finish()
+        except httpx.TimeoutException as e:
+            self._check_cancelled()
+            self._check_deadline()
+            what = "no answer" if not asm.chunks else "the stream stalled"
+            raise ProviderError(
+                f"{what} from {self.url} ({type(e).__name__})", retryable=True
+            ) from e
+        except httpx.HTTPError as e:
+            self._check_cancelled()
+            raise ProviderError(
+                f"cannot reach {self.url}: {e or type(e).__name__}", retryable=True
+            ) from e
+
+    def _read_body(
+        self, resp: httpx.Response, asm: StreamAssembler
+    ) -> Generator[Event, None, None]:
+        """The response's chunks into the assembler: an event stream, or one whole completion
+        from a server that ignores stream=true."""
+        if "json" in resp.headers.get("content-type", ""):
+            yield from asm.feed(self._json(resp.read().decode("utf-8", "replace")))
+        else:
+            yield from self._read_sse(resp, asm)
+
+    def _read_sse(self, resp: httpx.Response, asm: StreamAssembler) -> Generator[Event, None, None]:
+        for event, data in iter_sse(self._lines(resp)):
+            if data.strip() == "[DONE]":
+                return
+            yield from asm.feed(self._json(data), event)
+        self._check_cancelled()  # a cancel shuts the socket: the stream ends here
+        if asm.finish_reason is None:  # [DONE] may be missing, but not both
+            error = ProviderError(
+                "the stream ended early (the connection closed before a finish_reason or [DONE])",
+                retryable=True,
+            )
+            error.empty = not asm.chunks  # type: ignore[attr-defined]
+            raise error
+
+    def _lines(self, resp: httpx.Response) -> Generator[str, None, None]:
+        """Response lines, checking the deadline and the idle limit even across keep-alives."""
+        last_data = time.monotonic()
+        for line in sse_lines(resp.iter_bytes()):
+            self._check_cancelled()
+            self._check_deadline()
+            now = time.monotonic()
+            if not line or line.startswith(":"):  # keep-alives and event ends are not data
+                if now - last_data > self.config.idle_timeout:
+                    raise ProviderError(
+                        f"the stream sent only keep-alives for {self.config.idle_timeout:g} s",
+                        retryable=True,
+                    )
+            else:
+                last_data = now
+            yield line
+
+    @staticmethod
+    def _json(text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise ProviderError(f"malformed response from the provider: {text[:200]!r}") from e
+
+    def _http_error(self, resp: httpx.Response) -> ProviderError:
+        raw = resp.read().decode("utf-8", "replace")
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw.strip() or resp.reason_phrase
+        error = self.error_from(resp.status_code, body)
+        error.body = raw  # the whole of it goes to the trace; the message is one line
+        error.retry_after = retry_after(resp.headers)  # type: ignore[attr-defined]
+        from agi.sessions.context import is_too_long
+
+        if is_too_long(resp.status_code, raw):  # llama.cpp may say so with a 500: no retry
+            error.too_long, error.retryable = True, False
+        elif resp.status_code >= 500 and invalid_request(raw):
+            error.retryable = False  # the same request would fail the same way
+        return error
+
+    def error_from(self, status: int, body: Any) -> ProviderError:
+        """The error an HTTP error response's body (JSON, or text) stands for."""
+        return provider_error(status, body)
