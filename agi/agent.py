@@ -6,7 +6,7 @@ import json
 from collections.abc import Generator
 from typing import Any, Protocol
 
-from agi.errors import ProviderError, StepLimit
+from agi.errors import StepLimit
 from agi.messages import (
     AssistantText,
     Reply,
@@ -72,10 +72,21 @@ class Agent:
         return [self._system, *self.session.view()]
 
     def run(self, prompt: str) -> Generator[Any, None, Reply]:
-        """Yield events while working; return the final reply."""
+        """Yield events while working; return the final reply. A turn of the session's
+        checkpoints (CONTRACT section 18) when this agent owns them."""
+        checkpoints = self.toolbox.checkpoints if self.toolbox.owner else None
+        try:
+            return (yield from self._turn(prompt, checkpoints))
+        finally:
+            if checkpoints is not None:
+                checkpoints.end()
+
+    def _turn(self, prompt: str, checkpoints: Any) -> Generator[Any, None, Reply]:
         self.close_pending("interrupted: the run that made this call ended before it finished")
         if self.lifecycle is not None:
             prompt = self.lifecycle.prompt(prompt)
+        if checkpoints is not None:
+            checkpoints.begin(prompt)
         self.session.append(user(prompt))
         for step in range(1, self.max_steps + 1):
             self.steps = step
@@ -124,17 +135,14 @@ class Agent:
         compactor, tools = self.compactor, self.toolbox.specs
         if compactor is not None:
             yield from compactor.before(self.messages(), tools)
-        try:
-            reply = yield from watch(self.transport.stream(self.messages(), tools), self._keep)
-        except ProviderError as e:
-            if compactor is None or self.partial:
-                raise
-            yield from compactor.refused(e)
-            try:
-                reply = yield from watch(self.transport.stream(self.messages(), tools), self._keep)
-            except ProviderError as again:
-                raise compactor.still_too_long(again) from again
-            compactor.sent_again()
+
+        def send() -> Generator[Any, None, Reply]:
+            return watch(self.transport.stream(self.messages(), tools), self._keep)
+
+        if compactor is None:
+            reply = yield from send()
+        else:  # not once the reply has begun: what streamed stands
+            reply = yield from compactor.resend_once(send, lambda: not self.partial)
         if compactor is not None and reply.usage is not None:
             compactor.observe(reply.usage.input)
         return reply
@@ -156,9 +164,12 @@ class Agent:
             self.session.append(tool_result(call.get("id", ""), f"Error: {reason}"))
 
     def close(self) -> None:
-        """Close the model connection, and what the tools started if this agent owns them."""
+        """Close the model connection, and what the tools and the hooks started (the tools'
+        when this agent owns them)."""
         self.transport.close()
         self.toolbox.close()
+        if self.lifecycle is not None:
+            self.lifecycle.close()
 
     def salvage(self, reason: str = "interrupted by the user") -> None:
         """After an interruption: keep streamed text, and close unanswered tool calls."""

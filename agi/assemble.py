@@ -38,6 +38,10 @@ class Context:
     tools: list[Tool] | None = None  # the run's tools, built once, shared with its subagents
     transports: list[Transport] = field(default_factory=list)  # every one made: cancelled at exit
     meter: Meter | None = None  # every model call's usage and cost, and the --max-cost budget
+    checkpoints: Any = None  # agi.sessions.checkpoints.Checkpoints of the run, for subagents too
+    ask: Any = None  # the front end's permission question (agi.claude.asking); None: terminal
+    default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
+    mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -72,22 +76,21 @@ def assemble(
         from agi.claude.lifecycle import Lifecycle
 
         stop = "SubagentStop" if agent_type else "Stop"
-        mode = settings.permissions.mode if settings.permissions is not None else "default"
-        lifecycle = Lifecycle(
-            settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env, permission_mode=mode
-        )
+        lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
+        lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
     system = system_text(settings, settings.system, tools)
     tool_ctx = ToolContext(
         cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
     )
-    guard = None
-    if settings.permissions:
-        from agi.claude.permissions import Guard
-
-        guard = Guard(settings.permissions, session.trace)
+    guard = make_guard(settings, session, ctx, lifecycle, tools)
     toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0, guard=guard)
+    if ctx.depth == 0 and ctx.checkpoints is None:
+        from agi.sessions.checkpoints import for_run
+
+        ctx.checkpoints = for_run(settings, session, ctx.cwd, ctx.warn)
+    toolbox.checkpoints = ctx.checkpoints
     chat: Any = transport
     if settings.react:
         from agi.providers.react import ReactTransport
@@ -97,6 +100,60 @@ def assemble(
 
     compactor = Compactor(settings, session, transport, lifecycle, ctx.warn)
     return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle, compactor)
+
+
+def make_guard(
+    settings: Settings, session: Session, ctx: Context, lifecycle: Any, tools: list[Any]
+) -> Any:
+    """The permission check: rules, the mode (`ctx.mode` once a front end changed it) and the
+    front end's `ctx.ask` (agi.claude.asking; the terminal question when None)."""
+    from agi.claude.guard import Guard
+    from agi.claude.permissions import Permissions
+
+    permissions = settings.permissions or Permissions()
+    if ctx.mode is not None:
+        permissions = Permissions(permissions.rules, ctx.mode)
+    read_only = {t.name for t in tools if getattr(t, "read_only", False)}
+    guard = Guard(
+        permissions,
+        session.trace,
+        ctx.ask,
+        hooks=lifecycle,
+        read_only=read_only,
+        default_asks=ctx.default_asks,
+    )
+    if lifecycle is not None:
+        lifecycle.guard = guard  # hooks see the mode in `permission_mode`
+    return guard
+
+
+class HookJudge:
+    """What a `"type": "prompt"` hook asks: one JSON exchange with the hook's model (else the
+    run's), counted in usage and under --max-cost; returns the model's {ok, reason}."""
+
+    def __init__(self, settings: Settings, session: Session, ctx: Context):
+        self.settings, self.session, self.ctx = settings, session, ctx
+
+    def __call__(self, prompt: str, model: str | None, timeout: float) -> Any:
+        from agi.claude.extensions import command_model
+        from agi.messages import drain
+        from agi.structured.schema import ghost_json
+
+        config = command_model(self.settings.model, model) if model else self.settings.model
+        transport = make_transport(replace(self.settings, model=config), self.session, self.ctx)
+        limit = time.monotonic() + timeout
+        transport.deadline = min(limit, self.ctx.deadline or limit)
+        try:
+            schema = {
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}, "reason": {"type": "string"}},
+                "required": ["ok"],
+            }
+            return drain(ghost_json(transport, [], schema, prompt, attempts=2))
+        finally:
+            transport.close()
+            if transport in self.ctx.transports:
+                self.ctx.transports.remove(transport)
 
 
 def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
@@ -109,29 +166,18 @@ def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
 
 
 def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
-    """The wire protocol of the model's provider: the Messages API for `anthropic:`, else
-    OpenAI-compatible chat completions."""
-    from agi.providers.transport import Transport
+    """The transport for the model's wire protocol (agi.providers.protocols), traced into the
+    session and known to the run's context (deadline, meter, cancel)."""
+    from agi.providers.protocols import transport_for
 
-    kind: Any = Transport
-    more: dict[str, Any] = {}
-    if settings.model.provider == "anthropic":
-        from agi.providers.anthropic import AnthropicMessages
-
-        kind = AnthropicMessages
-    elif settings.model.provider == "ollama":
-        from agi.providers.ollama import (
-            OllamaChat,  # native /api/chat: num_ctx sized to each request
-        )
-
-        kind, more = OllamaChat, {"home": settings.home, "windows": settings.window.windows}
-    transport = kind(
+    transport = transport_for(
         settings.model,
-        trace=session.trace,
+        session.trace,
         deadline=ctx.deadline,
         timeout=settings.timeout,
         meter=ctx.meter,
-        **more,
+        home=settings.home,
+        windows=settings.window.windows,
     )
     ctx.transports.append(transport)
     ctx.on_transport(transport)
@@ -166,6 +212,12 @@ def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
 
         if skills_prompt(settings.skills):
             tools.append(SkillTool(settings.skills))
+    if settings.commands:
+        from agi.claude.slash_command import SlashCommandTool
+
+        slash = SlashCommandTool(settings.commands, settings)
+        if slash.commands:  # some command the model may run
+            tools.append(slash)
     return tools
 
 

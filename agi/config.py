@@ -1,13 +1,17 @@
-"""One merge of the settings: defaults < config.toml < environment < command-line flags."""
+"""The config file (read and checked), where agi keeps its state, and the model's endpoint and key
+as the resolved options (agi.options) and the provider presets decide."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agi.options import Resolved
 
 # provider: (default base URL, API key variable, base URL variable)
 PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
@@ -101,7 +105,15 @@ FILE_KEYS: dict[str, tuple[Any, str]] = {
     "allow": _names,
     "ask": _names,
     "deny": _names,
-    "permission_mode": (lambda v: v in ("default", "dontAsk"), 'one of "default", "dontAsk"'),
+    "checkpoints": _bool,
+    "stdin_limit": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive number of bytes",
+    ),
+    "permission_mode": (
+        lambda v: v in ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"),
+        'one of "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"',
+    ),
 }
 MODEL_KEYS: dict[str, tuple[Any, str]] = {"context_window": FILE_KEYS["context_window"]}
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
@@ -166,14 +178,23 @@ def agi_home() -> Path:
     return Path(base) / "agi"
 
 
+_parsed: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}  # path -> (stamp, settings)
+
+
 def load_file(path: Path) -> dict[str, Any]:
-    """The config file's settings; a missing file is empty, a broken one a ConfigError."""
+    """The config file's settings; a missing file is empty, a broken one a ConfigError. A
+    process serving many runs (MCP server, batch, ACP) parses it again only when it changed."""
     try:
         raw = path.read_bytes()
+        stat = path.stat()
     except FileNotFoundError:
         return {}
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
+    stamp = (stat.st_mtime_ns, len(raw))
+    cached = _parsed.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
     import tomllib
 
     try:
@@ -185,6 +206,7 @@ def load_file(path: Path) -> dict[str, Any]:
     _check_tables(path, "providers", data.get("providers") or {}, PROVIDER_KEYS)
     _check_prices(path, data.get("prices") or {})
     _check_tables(path, "models", data.get("models") or {}, MODEL_KEYS)
+    _parsed[str(path)] = (stamp, data)
     return data
 
 
@@ -197,6 +219,7 @@ class ModelConfig:
     params: dict[str, Any] = field(default_factory=dict)
     idle_timeout: float = 300.0
     max_tokens: int | None = None  # the Messages API requires one; else a per-model default
+    key_env: str | None = None  # the variable the key comes from (agi.providers.endpoint)
 
     @property
     def label(self) -> str:
@@ -211,23 +234,23 @@ def split_model(spec: str, known: dict[str, Any]) -> tuple[str | None, str]:
     return None, spec
 
 
-def resolve_model(flags: dict[str, Any], file: dict[str, Any], path: Path) -> ModelConfig:
-    """Pick model, endpoint and key by the contract's precedence."""
+def resolve_model(r: Resolved, path: Path) -> ModelConfig:
+    """Pick model, endpoint and key by the contract's precedence: the options' layers (config
+    file < environment < front end), then the provider's table, its variables, its preset."""
     env = os.environ
-    custom: dict[str, Any] = file.get("providers") or {}
-    spec = flags.get("model") or env.get("AGI_MODEL") or file.get("model")
+    o = r.options
+    custom: dict[str, Any] = o.providers or {}
+    spec = o.model
     if not spec:
         raise ConfigError(NO_MODEL.format(path=path))
     provider, model = split_model(spec, custom)
-    provider = provider or file.get("provider") or "openai"
+    provider = provider or o.provider or "openai"
     section = custom.get(provider) or {}
     if not isinstance(section, dict):
         raise ConfigError(f"config file {path}: providers.{provider} must be a table")
     default_url, key_var, url_var = PROVIDERS.get(provider, (None, None, None))
     base_url = (
-        flags.get("base_url")
-        or env.get("AGI_BASE_URL")
-        or file.get("base_url")
+        o.base_url
         or section.get("base_url")
         or (env.get(url_var) if url_var else None)
         or default_url
@@ -242,30 +265,11 @@ def resolve_model(flags: dict[str, Any], file: dict[str, Any], path: Path) -> Mo
         env.get("AGI_API_KEY")
         or (env.get(key_var) if key_var else None)
         or section.get("api_key")
-        or file.get("api_key")
+        or o.api_key
     )
-    params = dict(file.get("params") or {})
+    params = dict(o.params or {})
     params.update(section.get("params") or {})
-    idle = seconds(file.get("idle_timeout") or 300.0) or 300.0
-    max_tokens = file.get("max_tokens")
-    return ModelConfig(provider, model, base_url, api_key or None, params, idle, max_tokens)
-
-
-def merged(flags: dict[str, Any], file: dict[str, Any], key: str, default: Any = None) -> Any:
-    """A flag if given, else the config file's value, else the default."""
-    value = flags.get(key)
-    if value is not None:
-        return value
-    return file.get(key, default)
-
-
-def paths(flags: dict[str, Any], file: dict[str, Any], key: str, default: Path) -> list[Path]:
-    """A repeatable path option: the config directory's default (if present), then the flags'
-    values, or the config file's when no flag is given. A path named twice counts once."""
-    value = flags.get(key) if flags.get(key) is not None else file.get(key)
-    given = [value] if isinstance(value, str) else list(value or [])
-    found = [default] if default.exists() else []
-    unique: dict[str, Path] = {}
-    for path in [*found, *(Path(p).expanduser() for p in given)]:
-        unique.setdefault(os.path.realpath(path), path)
-    return list(unique.values())
+    idle = seconds(o.idle_timeout or 300.0) or 300.0
+    return ModelConfig(
+        provider, model, base_url, api_key or None, params, idle, o.max_tokens, key_var
+    )

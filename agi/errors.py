@@ -36,18 +36,34 @@ class ConfigError(UsageError):
 
 
 class ProviderError(AgiError):
-    exit_code = 3
-    too_long = (
-        False  # the provider refused the request for its length (agi.sessions.context.is_too_long)
-    )
-    body = ""  # the response body as the provider sent it (the message is one line of it)
+    """The provider failed. What it means is decided in one place, `agi.providers.errors`:
+    `retryable` (the same request may succeed later), `too_long` (refused for its length: the
+    caller compacts and resends), `retry_after` (seconds the provider asked to wait), `empty`
+    (a stream that ended before its first chunk), `body` (the response as sent, for the trace;
+    the message is one line of it)."""
 
-    def __init__(self, message: str, status: int | None = None, retryable: bool = False):
+    exit_code = 3
+
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        retryable: bool = False,
+        *,
+        body: str = "",
+        too_long: bool = False,
+        retry_after: float | None = None,
+        empty: bool = False,
+    ):
         if "\n" in message or "\r" in message:  # every exit's message is one line
             message = " ".join(message.split())
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.body = body
+        self.too_long = too_long
+        self.retry_after = retry_after
+        self.empty = empty
 
 
 class LimitReached(AgiError):

@@ -6,6 +6,7 @@ Conversations are stored and sent as plain OpenAI-format dicts; these classes bu
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ class ToolCall:
         value = json.loads(text)
         if not isinstance(value, dict):
             raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+        if _surrogate(value):
+            raise ValueError("a string holds a lone surrogate (\\ud800-\\udfff), not Unicode text")
         return value
 
     def to_dict(self) -> dict[str, Any]:
@@ -260,3 +263,17 @@ def drain(events: Generator[Any, None, Any], handle: Callable[[Any], None] | Non
         if handle is not None:
             handle(event)
     return run.value
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate(value: Any) -> bool:
+    """Whether a JSON value holds a lone surrogate (`"\\ud800"` decodes to one)."""
+    if isinstance(value, str):
+        return SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_surrogate(k) or _surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_surrogate(v) for v in value)
+    return False

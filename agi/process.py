@@ -170,17 +170,42 @@ def exit_now_if_stuck(code: int) -> None:
         os._exit(code)
 
 
+SECRETS: set[str] = set()  # the API keys of this process's runs: no child sees them
+
+
+def withhold(key: str | None) -> None:
+    """From now on no child process gets a variable whose value contains `key`."""
+    if key and len(key) >= 8:
+        SECRETS.add(key)
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every process agi starts (tools, hooks, `--describe`, MCP servers,
+    command steps, terminals): agi's, less AGI_API_KEY and every variable whose value contains
+    a key in use (unless AGI_TOOL_ENV_KEYS names it, comma-separated, or is `*`), plus
+    `extra`."""
+    keep = {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
+    env = dict(os.environ)
+    if "*" not in keep:
+        for name, value in os.environ.items():
+            if name in keep:
+                continue
+            if name == "AGI_API_KEY" or any(key in value for key in SECRETS):
+                del env[name]
+    env.update(extra or {})
+    return env
+
+
 def hide_keys(key: str | None) -> None:
-    """The API key is redacted from whatever reaches stdout and stderr. Tools, hooks and MCP
-    servers inherit agi's environment: agi's own key variables (AGI_API_KEY, and any variable
-    holding the key in use) leave it, unless AGI_TOOL_ENV_KEYS names them (comma-separated) or
-    is `*`."""
+    """The API key is redacted from whatever reaches stdout and stderr, and withheld from
+    every child (child_env); agi's own key variables also leave os.environ."""
     Stdout.secrets = usable([key])
+    withhold(key)
     keep = {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
     if "*" in keep:
         return
     for name, value in list(os.environ.items()):
-        if name not in keep and (name == "AGI_API_KEY" or key and len(key) >= 8 and value == key):
+        if name not in keep and (name == "AGI_API_KEY" or key and len(key) >= 8 and key in value):
             del os.environ[name]
 
 

@@ -1,21 +1,30 @@
-"""One invocation: the session, the agent's turns, the ghost exchanges, the output."""
+"""One run: a session, the agent's turns in it, and the ghost exchanges; what every front end
+drives. It writes nothing to stdout: the front end shows the `Result` (agi.frontends.cli prints
+it; ACP, the MCP server and batch jobs send it).
+
+A run is used from one thread; several runs may go on at once in one process, each with its own
+session, meter and connections. `cancel()` may be called from any thread."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi import __version__
 from agi.assemble import Context, assemble, deadline_for, prepare_tools, subagent_model
-from agi.errors import AgiError, ProviderError, UsageError
+from agi.errors import SchemaFailed, UsageError
 from agi.messages import drain
 from agi.settings import Settings
 
 if TYPE_CHECKING:
     from agi.agent import Agent
+    from agi.providers.usage import Usage
     from agi.sessions.session import Session
 
 
@@ -57,13 +66,33 @@ def interruption(error: BaseException) -> str:
     return f"interrupted: the run failed ({error or type(error).__name__})"
 
 
-class Run:
-    """A session and the turns taken in it: what the CLI and the REPL drive."""
+@dataclass
+class Result:
+    """What a prompt came to: the answer (JSON under --schema), the exit code it earns (0, 1
+    when judged failed, 5 when the judge gave no verdict), the verdict, the session, the model
+    calls of the agent loop, and the run's usage so far (subagents and ghosts included)."""
 
-    def __init__(self, settings: Settings, started: float, interactive: bool = False):
+    answer: Any
+    exit: int
+    verdict: dict[str, Any] | None
+    session: Path | None
+    steps: int
+    usage: Usage
+    error: str | None = None  # why the exit is not 0 or 1 (a judge that gave no verdict)
+
+
+class Run:
+    """A session and the turns taken in it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        started: float,
+        interactive: bool = False,
+        view: Any = None,
+    ):
         self.settings, self.started, self.interactive = settings, started, interactive
-        self.output = settings.output
-        self.view = make_view(settings, interactive)
+        self.view = view if view is not None else make_view(settings, interactive)
         for warning in settings.warnings:
             self.view.warn(warning)
         if settings.sandbox.enabled:
@@ -71,15 +100,14 @@ class Run:
         from agi.providers.cost import Meter
 
         self.meter = Meter(settings.prices, settings.max_cost)  # subagents and ghosts included
-        self.meter.require(settings.model.label, settings.model.model)  # exit 2 before a session
-        for agent in settings.agents:  # subagent files that name a model of their own, too
-            model = subagent_model(settings, agent)
-            if model is not None:
-                self.meter.require(model.label, model.model)
+        self.require_prices(settings)  # exit 2 before a session
         self.metered = 0  # the meter's calls already added to the session's meta.json
         self.ctx = Context(
             deadline=deadline_for(settings, started), warn=self.view.warn, meter=self.meter
         )
+        from agi.process import withhold
+
+        withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
         prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
         self.session: Session | None = None
         self.agent: Agent | None = None
@@ -87,137 +115,170 @@ class Run:
         self.ended = False
         self._held: dict[type, Any] = {}  # streamed text held back while it may begin a key
 
-    def open(self, path: Path | None, cont: bool) -> None:
-        """Open the session and assemble its agent."""
-        self.session = open_session(self.settings, path, cont)
-        self.agent = assemble(self.settings, self.session, self.ctx)
+    def require_prices(self, settings: Settings) -> None:
+        """Under --max-cost every model the run may call needs a price: its own, and the
+        subagent files' own models."""
+        self.meter.require(settings.model.label, settings.model.model)
+        for agent in settings.agents:
+            model = subagent_model(settings, agent)
+            if model is not None:
+                self.meter.require(model.label, model.model)
+
+    # the session and its agent
+
+    def open(self, path: Path | None, cont: bool) -> Session:
+        """Open the session (its model recorded at once, so a failed run is listed by it)."""
+        if self.session is None:
+            self.session = open_session(self.settings, path, cont)
+            with self.locked():
+                if not self.session.meta.get("model"):
+                    self.session.write_meta(model=self.settings.model.label)
+        return self.session
+
+    def assemble(self, settings: Settings) -> Agent:
+        """The agent for the next turn, built from that turn's settings (the run's own, or a
+        command's or a REPL's changes to them): nothing of a built agent is patched."""
+        assert self.session is not None
+        if self.agent is not None and settings is self.settings:
+            return self.agent
+        if settings is not self.settings:
+            self.require_prices(settings)
+        self.agent = assemble(settings, self.session, self.ctx)
+        return self.agent
 
     def start(self, path: Path | None, cont: bool) -> str:
         """Open the session and assemble the agent; SessionStart's context for the first prompt."""
         self.open(path, cont)
-        assert self.session is not None and self.agent is not None
-        messages = self.session.messages_file
-        source = "resume" if messages.exists() and messages.stat().st_size else "startup"
-        lifecycle = self.agent.lifecycle
-        if lifecycle is None:
+        agent = self.assemble(self.settings)
+        messages = self.session.messages_file if self.session is not None else None
+        source = (
+            "resume" if messages and messages.exists() and messages.stat().st_size else "startup"
+        )
+        if agent.lifecycle is None:
             return ""
-        return lifecycle.session_start(source, self.settings.model.label)
+        return agent.lifecycle.session_start(source, self.settings.model.label)
 
     def end_hooks(self, reason: str) -> None:
         if self.agent is not None and self.agent.lifecycle is not None and not self.ended:
             self.ended = True
             self.agent.lifecycle.session_end(reason)
 
-    def turn(self, prompt: str) -> Any:
-        """One prompt in, one reply out, under the session's lock; events go to the views."""
-        session, agent, s = self.session, self.agent, self.settings
-        assert session is not None and agent is not None, "Run.start() comes first"
-        session.lock(self.ctx.deadline, s.timeout)
+    @contextmanager
+    def locked(self) -> Iterator[Session]:
+        """The session under its lock (waiting within the run's deadline); on the way out,
+        whatever happened, the model calls since the last save are added to meta.json."""
+        session = self.session
+        assert session is not None
+        session.lock(self.ctx.deadline, self.settings.timeout)
         try:
-            for warning in session.warnings:
-                self.view.warn(warning)
-            session.warnings.clear()
-            session.trace(self.run_record())
-            if not session.meta_file.exists():
-                session.write_meta(model=s.model.label)
+            yield session
+        finally:
+            try:
+                usage, self.metered = self.meter.since(self.metered)
+                session.add_usage(usage)
+                session.write_meta()
+            finally:
+                session.unlock()
+
+    # turns
+
+    def ask(self, prompt: str, path: Path | None = None, cont: bool = False) -> Result:
+        """One prompt as a one-shot run takes it: a `/command` expanded, SessionStart's context,
+        the turn, then the --schema and --exit-code exchanges."""
+        context = self.start(path, cont)
+        prompt, settings = self.expand(prompt)
+        with self.locked():
+            reply = self.turn(f"{prompt}\n\n{context}" if context else prompt, settings)
+            return self.finish(reply.text, settings)
+
+    def expand(self, prompt: str, builtins: tuple[str, ...] = ()) -> tuple[str, Settings]:
+        """A `/NAME args` prompt: the command's text, its shell steps run now (traced, judged
+        like Bash calls), and the settings its turn runs with; any other prompt as it is."""
+        from agi.claude.extensions import command_settings
+
+        found = command_settings(prompt, self.settings, builtins)
+        if found is None:
+            return prompt, self.settings
+        expansion, settings = found
+        from agi.claude.extensions import command_text
+
+        assert self.session is not None
+        with self.locked() as session:
+            text = command_text(expansion, settings, self.ctx, session.trace)
+        return text, settings
+
+    def turn(self, prompt: str, settings: Settings | None = None) -> Any:
+        """One prompt in, one reply out (the caller holds the session's lock)."""
+        session = self.session
+        agent = self.assemble(settings or self.settings)
+        assert session is not None
+        for warning in session.warnings:
+            self.view.warn(warning)
+        session.warnings.clear()
+        session.trace(self.run_record(agent, settings or self.settings))
+        try:
             reply = drain(agent.run(prompt), self.dispatch)
-            self.release()
-            self.save_usage()
-            session.write_meta(model=s.model.label)
-            return reply
-        except BaseException as e:  # keep what the turn produced, under the lock
+        except BaseException as e:  # keep what the turn produced
             agent.salvage(interruption(e))
             code = getattr(e, "exit_code", 130 if isinstance(e, KeyboardInterrupt) else 1)
             session.trace({"type": "error", "exit_code": code, "error": str(e) or type(e).__name__})
-            self.save_usage()
-            session.write_meta()
             raise
         finally:
-            session.unlock()
+            self.release()
+        return reply
 
-    def save_usage(self) -> None:
-        """Add the model calls made since the last save to the session's usage (meta.json)."""
-        usage, self.metered = self.meter.since(self.metered)
-        if self.session is not None:
-            self.session.add_usage(usage)
+    def finish(self, text: str, settings: Settings) -> Result:
+        """The answer after the turn: JSON under --schema, and the verdict under --exit-code
+        (a judge that gives no verdict leaves the answer standing, with exit 5)."""
+        from agi.structured.schema import JUDGE_SCHEMA, judge_instruction, schema_instruction
 
-    def compact(self, focus: str, path: Path | None, cont: bool) -> int:
-        """`agi --compact [FOCUS]`: compact the session now and print the summary."""
-        if path is not None and not (path / "messages.jsonl").is_file():
-            raise UsageError(f"nothing to compact: {path} holds no agi conversation")
-        self.open(path, cont)
-        summary = self.compact_now(focus)
-        if summary is None:
-            raise UsageError("nothing to compact: the session holds no conversation")
-        self.write_result(summary, 0)
-        return 0
+        answer: Any = text
+        verdict, error, code = None, None, 0
+        if settings.schema is not None:
+            answer = self.ghost(settings.schema, schema_instruction(settings.schema))
+        if settings.judge is not None:
+            try:
+                verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(settings.judge or None))
+                self.trace({"type": "judgement", **verdict})
+                code = 0 if verdict["success"] else 1
+            except SchemaFailed as e:
+                error, code = f"the answer could not be judged: {e}", SchemaFailed.exit_code
+                self.trace({"type": "judgement", "error": str(e)})
+        self.verdict = verdict
+        agent = self.agent
+        assert agent is not None and self.session is not None
+        return Result(
+            answer, code, verdict, self.session.path, agent.steps, self.meter.total, error
+        )
 
     def compact_now(self, focus: str) -> str | None:
-        """A manual compaction under the session's lock (also the REPL's /compact)."""
-        session, agent = self.session, self.agent
-        assert session is not None and agent is not None and agent.compactor is not None
-        session.lock(self.ctx.deadline, self.settings.timeout)
-        try:
+        """A manual compaction under the session's lock (`--compact`, the REPL's /compact)."""
+        agent = self.agent
+        assert agent is not None and agent.compactor is not None
+        with self.locked():
             done = drain(agent.compactor.run("manual", focus), self.view.handle)
-            self.save_usage()
-            session.write_meta(model=self.settings.model.label)
-        finally:
-            session.unlock()
         return None if done is None else done.summary
 
-    def run_record(self) -> dict[str, Any]:
-        s = self.settings
+    def run_record(self, agent: Agent, s: Settings) -> dict[str, Any]:
         return {
             "type": "run",
             "agi": __version__,
             "model": s.model.label,
             "base_url": s.model.base_url,
-            "cwd": os.getcwd(),
+            "cwd": self.ctx.cwd,
             "pid": os.getpid(),
-            "system": s.system,
-            "tools": list(self.agent.toolbox.tools) if self.agent is not None else [],
+            "system": agent.system_prompt,
+            "tools": list(agent.toolbox.tools),
             "sandbox": s.sandbox.record(),
         }
-
-    def one_shot(self, prompt: str, path: Path | None, cont: bool) -> int:
-        context = self.start(path, cont)
-        reply = self.turn(f"{prompt}\n\n{context}" if context else prompt)
-        s = self.settings
-        answer: Any = reply.text
-        verdict = None
-        if s.schema is not None or s.judge is not None:
-            from agi.structured.schema import JUDGE_SCHEMA, judge_instruction, schema_instruction
-
-            if s.schema is not None:
-                answer = self.ghost(s.schema, schema_instruction(s.schema))
-            if s.judge is not None:
-                verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(s.judge or None))
-                self.trace({"type": "judgement", **verdict})
-            assert self.session is not None  # the ghost exchanges' usage, under the lock
-            self.session.lock(self.ctx.deadline, s.timeout)
-            try:
-                self.save_usage()
-                self.session.write_meta()
-            finally:
-                self.session.unlock()
-        agent = self.agent
-        assert agent is not None
-        self.view.finish(
-            str(agent.session.path), self.meter.total, time.monotonic() - self.started, agent.steps
-        )
-        code = 0 if verdict is None or verdict["success"] else 1
-        if verdict is not None:
-            self.view.judgement(verdict["success"], verdict["reason"])
-        self.verdict = verdict
-        self.write_result(answer, code)
-        return code
 
     def trace(self, record: dict[str, Any]) -> None:
         if self.session is not None:
             self.session.trace(record)
 
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
-        """Ask for JSON on a copy of the conversation (nothing of it reaches the session)."""
+        """Ask for JSON on a copy of the conversation (nothing of it reaches the session); a
+        request refused for its length compacts the session and is sent once more."""
         from agi.messages import StepStart, UsageEvent
         from agi.providers.capabilities import Formats
         from agi.structured.schema import ghost_json
@@ -228,51 +289,32 @@ class Run:
         def handle(event: Any) -> None:
             if isinstance(event, UsageEvent):
                 agent.usage.add(event.usage)
-                agent.steps += 1
             self.dispatch(event)
 
         self.dispatch(StepStart(agent.steps + 1))
         formats = Formats.of(agent.wire, self.settings.home)  # what earlier runs learnt
-        try:
-            asked = ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
-            return drain(asked, handle)
-        except ProviderError as e:
-            self.compact_after(e)  # refused for its length: compact, then ask once more
-        asked = ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
-        assert agent.compactor is not None
-        try:
-            answer = drain(asked, handle)
-        except ProviderError as again:
-            raise agent.compactor.still_too_long(again) from again
-        agent.compactor.sent_again()
-        return answer
 
-    def compact_after(self, error: ProviderError) -> None:
-        """A ghost exchange refused for its length: compact the session (under its lock)."""
-        agent, session = self.agent, self.session
-        assert agent is not None and session is not None
+        def asked() -> Any:
+            return ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
+
         if agent.compactor is None:
-            raise error
-        session.lock(self.ctx.deadline, self.settings.timeout)
-        try:
-            drain(agent.compactor.refused(error), self.view.handle)
-            self.save_usage()
-            session.write_meta()
-        finally:
-            session.unlock()
+            return drain(asked(), handle)
+        return drain(agent.compactor.resend_once(asked), handle)
+
+    # events, for the views
 
     def dispatch(self, event: Any) -> None:
-        """Send an event to the views, streamed text with the API key taken out even when a
+        """Send an event to the view, streamed text with the API key taken out even when a
         delta ends inside it (the end that might begin it waits for the next delta)."""
         from agi.messages import ReasoningDelta, TextDelta
 
         if isinstance(event, (TextDelta, ReasoningDelta)):
             text = self.held(type(event)).feed(event.text)
             if text:
-                self.show(type(event)(text))
+                self.view.handle(type(event)(text))
             return
         self.release()
-        self.show(event)
+        self.view.handle(event)
 
     def release(self) -> None:
         """Show the streamed text held back so far (the stream it belonged to has moved on)."""
@@ -281,7 +323,7 @@ class Run:
         for kind in (TextDelta, ReasoningDelta):
             rest = self.held(kind).flush()
             if rest:
-                self.show(kind(rest))
+                self.view.handle(kind(rest))
 
     def held(self, kind: type) -> Any:
         """The holder of one kind of streamed text (answer, reasoning)."""
@@ -292,24 +334,7 @@ class Run:
             self._held[kind] = Held(list(secrets))
         return self._held[kind]
 
-    def show(self, event: Any) -> None:
-        """In a REPL the answer streams to stdout as it comes; else to the views."""
-        if self.interactive:
-            from agi.messages import AssistantText, TextDelta
-
-            if isinstance(event, TextDelta):
-                sys.stdout.write(event.text)
-                sys.stdout.flush()
-                return
-            if isinstance(event, AssistantText):
-                sys.stdout.write("\n")
-                return
-        self.view.handle(event)
-        if self.output == "jsonl":
-            from agi.frontends.output import event_line
-
-            sys.stdout.write(self.redact(event_line(event)))
-            sys.stdout.flush()
+    # limits and the end
 
     def start_turn_clock(self) -> None:
         """In a REPL, --timeout limits each turn."""
@@ -319,48 +344,22 @@ class Run:
             if self.agent is not None:
                 self.agent.toolbox.ctx.deadline = self.ctx.deadline
 
+    def cancel(self) -> None:
+        """Stop the turn (from any thread): the model request closed, commands killed."""
+        self.ctx.cancel()
+        self.cancel_tools()
+
     def cancel_tools(self) -> None:
         if self.agent is not None:
             self.agent.toolbox.interrupt()
 
-    def write_result(self, answer: Any, exit_code: int, error: str | None = None) -> None:
-        if self.output in ("json", "jsonl"):
-            from agi.frontends.output import result_line
-
-            sys.stdout.write(self.redact(result_line(self, answer, exit_code, error)))
-        elif answer is not None and self.settings.schema is not None:
-            import json
-
-            text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
-            sys.stdout.write(self.redact(text) + "\n")
-        elif answer is not None:
-            sys.stdout.write(self.redact(f"{answer}\n"))
-        sys.stdout.flush()
-
-    def after_failure(self, error: AgiError) -> None:
-        """Report the failure in machine-readable output too."""
-        if self.output != "text":
-            self.write_result(None, error.exit_code, str(error))
-
-    def cleanup(self) -> None:
-        """On every exit path: connections cut, SessionEnd hooks, what the tools started ended."""
-        self.ctx.cancel()
-        try:
-            self.end_hooks("other")
-        except AgiError as e:
-            self.view.warn(self.redact(str(e)))
-        finally:
-            self.close()
-
     def close(self) -> None:
-        """Cut the connections, end every process the tools (and their hooks) started, release
-        the session."""
+        """Cut the connections, end every process the tools and hooks started, release the
+        session."""
         self.ctx.cancel()
         try:
             if self.agent is not None:
                 self.agent.close()
-            if "agi.claude.hooks" in sys.modules:  # hooks of calls still waiting in other threads
-                sys.modules["agi.claude.hooks"].end_running()
         finally:
             if self.session is not None:
                 self.session.unlock()
@@ -372,3 +371,10 @@ class Run:
         if self.session is not None:
             return self.session.redact(text)
         return redact(text, usable([self.settings.model.api_key]))
+
+
+def with_system(settings: Settings, files: list[str]) -> Settings:
+    """The settings with another system prompt (the REPL's /sys)."""
+    from agi.settings import system_prompt
+
+    return replace(settings, system=system_prompt(files, "/sys"))

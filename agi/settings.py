@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi.config import ModelConfig
 from agi.errors import UsageError
+from agi.options import ToolChoice
 from agi.tools.sandbox import Policy
 
 if TYPE_CHECKING:
@@ -20,10 +21,12 @@ if TYPE_CHECKING:
     from agi.claude.plugins import Plugin
     from agi.claude.skills import Skill
     from agi.claude.subagents import AgentFile
+    from agi.options import Layer, Options, Resolved
 
 
-def system_prompt(files: list[str] | None) -> str:
-    """The --sys files concatenated in order (`default` is the built-in prompt)."""
+def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
+    """The system prompt files concatenated in order (`default` is the built-in prompt);
+    `where` names the option in errors (`--sys`, `config.toml: sys`)."""
     from agi.prompts import default_system_prompt
 
     if not files:
@@ -36,9 +39,9 @@ def system_prompt(files: list[str] | None) -> str:
         try:
             parts.append(Path(name).expanduser().read_text(encoding="utf-8").strip())
         except OSError as e:
-            raise UsageError(f"cannot read --sys file {name}: {e.strerror}") from e
+            raise UsageError(f"{where}: cannot read {name}: {e.strerror}") from e
         except UnicodeDecodeError as e:
-            raise UsageError(f"--sys file {name} is not UTF-8 text") from e
+            raise UsageError(f"{where}: {name} is not UTF-8 text") from e
     return "\n\n".join(parts)
 
 
@@ -71,6 +74,7 @@ class ToolSources:
     # agi.tools.mcp_config.McpSource (a plugin's servers, or a file with settings files' env)
     allow: list[str] | None = None  # --tools: the names offered (None: all)
     none: bool = False  # --no-tools
+    allow_source: str = "--tools"  # where the allowlist came from, for errors
 
 
 @dataclass
@@ -110,6 +114,8 @@ class Settings:
     commands: list[Command] = field(default_factory=list)  # slash commands, by name
     env: dict[str, str] = field(default_factory=dict)  # settings files' env: tools, hooks, MCP
     plugins: list[Plugin] = field(default_factory=list)  # --plugin-dir, for listings
+    checkpoints: bool = True  # --no-checkpoints, checkpoints = false
+    stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
 
     def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
         """A subagent's settings: its file's prompt, tools and model; no ghost exchanges."""
@@ -128,15 +134,22 @@ class Settings:
         )
 
     @classmethod
-    def load(cls, flags: dict[str, Any]) -> Settings:
-        from agi.config import agi_home, config_path, load_file, merged, resolve_model, seconds
+    def load(cls, *layers: Layer, defaults: Options | None = None) -> Settings:
+        """The settings from built-in defaults < `defaults` < the config file < the environment
+        < `layers` (each front end's own, in order). Reads the config file and the files it
+        names; starts nothing."""
+        from agi.config import agi_home, config_path, load_file, resolve_model, seconds
+        from agi.options import Layer, env_layer, file_layer, resolve
 
         path = config_path()
         file = load_file(path)
+        first = [Layer(defaults, "defaults")] if defaults is not None else []
+        r = resolve([*first, file_layer(file, path), env_layer(), *layers])
+        o = r.options
         warnings: list[str] = []
-        model = resolve_model(flags, file, path)
-        extensions = _extensions(flags, file, path, warnings)
-        tools = _tool_sources(flags, file, path.parent)
+        model = resolve_model(r, path)
+        extensions = _extensions(r, path, warnings)
+        tools = _tool_sources(r, path.parent)
         tools.mcp += extensions.pop("mcp", [])
         if extensions.get("env"):
             from agi.tools.mcp_config import McpSource
@@ -147,95 +160,102 @@ class Settings:
             ]
         return cls(
             model=model,
-            system=system_prompt(listed(merged(flags, file, "sys"))),  # "p.md": one file
+            system=system_prompt(o.sys, r.where("sys")),
             tools=tools,
-            max_steps=merged(flags, file, "max_steps", 50),
-            timeout=seconds(merged(flags, file, "timeout")),
-            output=merged(flags, file, "output", "text"),
-            verbose=bool(merged(flags, file, "verbose")),
-            quiet=bool(merged(flags, file, "quiet")),
+            max_steps=o.max_steps or 50,
+            timeout=seconds(o.timeout),
+            output=o.output or "text",
+            verbose=bool(o.verbose),
+            quiet=bool(o.quiet),
             home=agi_home(),
             warnings=warnings,
-            schema=_schema(merged(flags, file, "schema")),
-            judge=judge_criteria(merged(flags, file, "exit_code")),
-            react=bool(merged(flags, file, "react")),
-            sandbox=_sandbox(flags, file),
-            max_cost=merged(flags, file, "max_cost"),
-            prices=file.get("prices") or {},
-            window=_window(flags, file),
+            schema=_schema(o.schema, r.where("schema")),
+            judge=judge_criteria(o.exit_code),
+            react=bool(o.react),
+            sandbox=_sandbox(r),
+            max_cost=o.max_cost,
+            prices=o.prices or {},
+            window=_window(r),
+            checkpoints=o.checkpoints is not False,
+            stdin_limit=o.stdin_limit,
             **extensions,
         )
 
 
-def _sandbox(flags: dict[str, Any], file: dict[str, Any]) -> Policy:
-    from agi.config import merged
+def model_for(*layers: Layer) -> ModelConfig:
+    """The model, endpoint and key a run with these layers would use (nothing else is read)."""
+    from agi.config import config_path, load_file, resolve_model
+    from agi.options import env_layer, file_layer, resolve
 
-    mode = merged(flags, file, "sandbox", "off")
-    if flags.get("allow_write") and mode != "workspace":
-        raise UsageError("--allow-write needs --sandbox workspace")
-    sandbox = Policy.load(
-        mode,
-        listed(merged(flags, file, "allow_write")),
-        bool(merged(flags, file, "no_network")),
-    )
-    return sandbox  # agi.assemble.prepare_tools checks that bwrap can build it
+    path = config_path()
+    return resolve_model(resolve([file_layer(load_file(path), path), env_layer(), *layers]), path)
 
 
-def _window(flags: dict[str, Any], file: dict[str, Any]) -> Window:
-    from agi.config import merged
-
-    off = merged(flags, file, "no_compact") or merged(flags, file, "compact", "auto") == "off"
-    windows = {"models": file.get("models") or {}}
-    if merged(flags, file, "context_window") is not None:
-        windows["context_window"] = merged(flags, file, "context_window")
-    return Window(
-        compact=not off,
-        threshold=float(merged(flags, file, "compact_threshold", 0.8)),
-        windows=windows,
-    )
+def _sandbox(r: Resolved) -> Policy:
+    o = r.options
+    mode = o.sandbox or "off"
+    if o.allow_write and mode != "workspace":
+        raise UsageError(f"{r.where('allow_write')} needs --sandbox workspace")
+    return Policy.load(mode, list(o.allow_write or []), bool(o.no_network))
+    # agi.assemble.prepare_tools checks that bwrap can build it
 
 
-def _schema(spec: Any) -> dict[str, Any] | None:
+def _window(r: Resolved) -> Window:
+    o = r.options
+    windows: dict[str, Any] = {"models": o.models or {}}
+    if o.context_window is not None:
+        windows["context_window"] = o.context_window
+    threshold = o.compact_threshold if o.compact_threshold is not None else 0.8
+    return Window(compact=o.compact != "off", threshold=float(threshold), windows=windows)
+
+
+def _schema(spec: str | None, where: str) -> dict[str, Any] | None:
     if spec is None:
         return None
     from agi.structured.schema import parse_schema
 
-    return parse_schema(spec)
+    return parse_schema(spec, where)
 
 
-def _tool_sources(flags: dict[str, Any], file: dict[str, Any], home: Path) -> ToolSources:
-    from agi.config import merged, paths
+def paths(r: Resolved, name: str, default: Path) -> list[Path]:
+    """A repeatable path option: the config directory's default (if present), then the values
+    of the last layer that gives any. A path named twice counts once."""
+    given = getattr(r.options, name) or []
+    found = [default] if default.exists() else []
+    unique: dict[str, Path] = {}
+    for path in [*found, *(Path(p).expanduser() for p in given)]:
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
 
-    none = bool(merged(flags, file, "no_tools"))
+
+def _tool_sources(r: Resolved, home: Path) -> ToolSources:
+    choice = r.options.tools or ToolChoice()
     return ToolSources(
-        builtin=not merged(flags, file, "no_bash"),
-        files=[Path(p).expanduser() for p in listed(merged(flags, file, "tool"))],
-        dirs=paths(flags, file, "tools_dir", home / "tools"),
-        mcp=[] if none else paths(flags, file, "mcp", home / "mcp.json"),
-        allow=allowlist(merged(flags, file, "tools")),
-        none=none,
+        builtin=choice.builtin,
+        files=[Path(p).expanduser() for p in r.options.tool or []],
+        dirs=paths(r, "tools_dir", home / "tools"),
+        mcp=[] if choice.none else paths(r, "mcp", home / "mcp.json"),
+        allow=None if choice.allow is None else list(choice.allow),
+        none=choice.none,
+        allow_source=r.where("tools"),
     )
 
 
-def _extensions(
-    flags: dict[str, Any], file: dict[str, Any], config: Path, warnings: list[str]
-) -> dict[str, Any]:
+def _extensions(r: Resolved, config: Path, warnings: list[str]) -> dict[str, Any]:
     """Hooks, subagent files, skills, plugins, commands, settings files and permission rules:
     read and checked now (bad files are usage errors); nothing is started."""
-    from agi.config import merged, paths
-
     home = config.parent
     found: dict[str, Any] = {}
-    claude = _claude(flags, file, config, warnings)
+    claude = _claude(r, warnings)
     found.update(claude)
-    hook_files = paths(flags, file, "hooks", home / "hooks.json")
+    hook_files = paths(r, "hooks", home / "hooks.json")
     extra_hooks = found.pop("extra_hooks")
     if hook_files or extra_hooks:
         from agi.claude.hooks import load_hooks
 
         found["hooks"] = load_hooks(hook_files, extra=extra_hooks)
         warnings += found["hooks"].warnings
-    agent_dirs = paths(flags, file, "agents", home / "agents")
+    agent_dirs = paths(r, "agents", home / "agents")
     found["agents"] = found.get("agents", [])
     if agent_dirs:
         from agi.claude.subagents import load_agents
@@ -243,7 +263,7 @@ def _extensions(
         agents, more = load_agents(agent_dirs)
         found["agents"] = agents + found["agents"]
         warnings += more
-    skill_dirs = paths(flags, file, "skills", home / "skills")
+    skill_dirs = paths(r, "skills", home / "skills")
     found["skills"] = found.get("skills", [])
     if skill_dirs:
         from agi.claude.skills import load_skills
@@ -251,29 +271,24 @@ def _extensions(
         skills, more = load_skills(skill_dirs)
         found["skills"] = skills + found["skills"]
         warnings += more
-    command_dirs = paths(flags, file, "commands", home / "commands")
+    command_dirs = [home / "commands"] if (home / "commands").exists() else []
     if command_dirs:
         from agi.claude.commands import find_commands
 
         found["commands"] = find_commands(command_dirs, warnings=warnings) + found["commands"]
-    if merged(flags, file, "permission_mode") is not None:
+    if r.options.permission_mode is not None:
         from agi.claude.permissions import Permissions
 
         permissions = found["permissions"] or Permissions()
-        found["permissions"] = Permissions(
-            permissions.rules, merged(flags, file, "permission_mode")
-        )
+        found["permissions"] = Permissions(permissions.rules, r.options.permission_mode)
     return found
 
 
-def _claude(
-    flags: dict[str, Any], file: dict[str, Any], config: Path, warnings: list[str]
-) -> dict[str, Any]:
+def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
     """Claude Code's parts: plugins, settings files, and the permission rules of every source."""
-    from agi.config import merged
-
+    o = r.options
     found: dict[str, Any] = {"extra_hooks": [], "commands": [], "env": {}, "permissions": None}
-    plugin_dirs = [Path(p) for p in listed(merged(flags, file, "plugins"))]
+    plugin_dirs = [Path(p) for p in o.plugins or []]
     if plugin_dirs:
         from agi.claude.plugins import load_plugins
 
@@ -281,11 +296,11 @@ def _claude(
         warnings += parts.warnings
         found.update(plugins=parts.plugins, skills=parts.skills, agents=parts.agents)
         found.update(commands=parts.commands, mcp=parts.mcp, extra_hooks=parts.hooks)
-    settings_files = [Path(p) for p in listed(merged(flags, file, "settings"))]
-    rules_given = any(merged(flags, file, k) for k in ("allow", "ask", "deny"))
+    settings_files = [Path(p) for p in o.settings or []]
+    rules_given = any(getattr(o, k) for k in ("allow", "ask", "deny"))
     if not settings_files and not rules_given:
         return found
-    from agi.claude.permissions import COMMAND_LINE, KINDS, Permissions, notes, parse_rules
+    from agi.claude.permissions import KINDS, Permissions, notes, parse_rules
     from agi.claude.settings_files import read_claude_settings
 
     claude = read_claude_settings(settings_files)
@@ -294,10 +309,20 @@ def _claude(
     found["env"] = claude.env
     rules = list(claude.rules)
     for kind in KINDS:
-        if flags.get(kind):
-            rules += parse_rules(flags[kind], kind, COMMAND_LINE, os.getcwd())
-        elif file.get(kind):
-            rules += parse_rules(listed(file[kind]), kind, str(config), os.getcwd())
+        given = getattr(o, kind)
+        if given:
+            rules += parse_rules(list(given), kind, _rule_source(r, kind), os.getcwd())
     found["permissions"] = Permissions(rules, claude.mode or "default")
     warnings += notes(found["permissions"])
     return found
+
+
+def _rule_source(r: Resolved, kind: str) -> str:
+    """Where a permission rule came from, as rule listings show it: the command line, the
+    config file's path, or the front end's name."""
+    from agi.claude.permissions import COMMAND_LINE
+
+    layer = r.layer_of(kind)
+    if layer is None or layer.source == COMMAND_LINE:
+        return COMMAND_LINE
+    return layer.path or layer.source

@@ -41,6 +41,8 @@ CASES = (
     "mcp",
     "anthropic",
     "compaction",
+    "batch",
+    "mcp_serve",
 )
 # llm's side of the trivial tool; agi's is its built-in `calculate`
 LLM_FUNCTION = (
@@ -390,5 +392,19 @@ def case_anthropic(b: Bench) -> None:
 def case_compaction(b: Bench) -> None:
     """Long sessions: bench/compaction_case.py."""
     from compaction_case import run_case
+
+    run_case(b)
+
+
+def case_batch(b: Bench) -> None:
+    """Many prompts in one process: bench/batch_case.py."""
+    from batch_case import run_case
+
+    run_case(b)
+
+
+def case_mcp_serve(b: Bench) -> None:
+    """`agi --mcp-serve` against `agi PROMPT`: bench/mcp_serve_case.py."""
+    from mcp_serve_case import run_case
 
     run_case(b)

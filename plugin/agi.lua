@@ -36,6 +36,9 @@ command('AgiRefine', function(o) require('agi').refine(o.args) end, {
   nargs = '+',
   desc = "agi: ask again for this buffer's last request, continuing its conversation",
 })
+command('AgiRewind', function() require('agi.rewind').rewind() end, {
+  desc = "agi: restore the files this buffer's last request changed",
+})
 command('AgiModel', function(o) require('agi').model(o.args) end, {
   nargs = '?',
   complete = function(lead) return require('agi')._complete_model(lead) end,

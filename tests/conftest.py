@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,9 @@ def intervals(log: Path) -> dict[str, tuple[float, float]]:
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Two intervals share some time: each started before the other ended."""
     return a[0] < b[1] and b[0] < a[1]
+
+
+def unique_seconds(base: int) -> str:
+    """A sleep duration that is also a marker no other process has (`sleep 31.04821937`), so that
+    `pgrep -f` finds this test's processes only, even with other tests running at once."""
+    return f"{base}.{uuid.uuid4().int % 10**8:08d}"

@@ -20,6 +20,7 @@ from agi.errors import ProviderError
 from agi.messages import Notice, ReasoningDelta, TextDelta, wire_message
 from agi.providers.anthropic import (
     AnthropicMessages,
+    MessagesAssembler,
     add_cache_breakpoints,
     claude_model,
     default_max_tokens,
@@ -28,8 +29,8 @@ from agi.providers.anthropic import (
     to_messages,
     to_tool_choice,
 )
-from agi.providers.stream import StreamAssembler, iter_sse
-from agi.providers.transport import Transport, sse_lines
+from agi.providers.stream import iter_sse, sse_lines
+from agi.providers.transport import Transport
 
 from conftest import FIXTURES
 from fakeserver import (
@@ -62,7 +63,7 @@ def sse_bytes(path: Path) -> bytes:
 
 def decode(chunks: list[bytes]) -> tuple[Any, list[Any]]:
     """The decoder alone (what Transport does per response, without HTTP)."""
-    asm, events = StreamAssembler(), []
+    asm, events = MessagesAssembler(), []
     for event, data in iter_sse(sse_lines(chunks)):
         events += asm.feed(json.loads(data), event)
     events += asm.flush()

@@ -14,7 +14,7 @@ from agi.config import ModelConfig
 from agi.errors import Cancelled, ProviderError
 from agi.messages import drain, wire_message
 from agi.providers.transport import Transport
-from agi.sessions.context import Estimator, estimate, text_size
+from agi.sessions.estimate import Estimator, estimate, text_size
 from agi.sessions.session import Session
 from agi.sessions.summarize import (
     MIN_TOOL_CAP,

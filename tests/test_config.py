@@ -29,8 +29,17 @@ def clean(monkeypatch):
     return monkeypatch
 
 
+def layered(flags: dict, file: dict, path: Path):
+    """resolve_model over the layers a run has: the file, the environment, the flags."""
+    from agi.options import env_layer, file_layer, overlay
+    from agi.options import resolve as lay
+
+    layers = [file_layer(file, path), env_layer(), overlay("command line", **flags)]
+    return resolve_model(lay(layers), path)
+
+
 def resolve(model: str | None = None, base_url: str | None = None, file: dict | None = None):
-    return resolve_model({"model": model, "base_url": base_url}, file or {}, CONFIG)
+    return layered({"model": model, "base_url": base_url}, file or {}, CONFIG)
 
 
 # ---------------------------------------------------------------- presets, in-process
@@ -146,7 +155,7 @@ def test_custom_provider_table_makes_name_model_work(clean, tmp_path):
         '[providers.vllm]\nbase_url = "http://gpu-box:8000/v1"\napi_key_env = "VLLM_TOKEN"\n'
     )
     file = load_file(path)
-    m = resolve_model({"model": "vllm:meta-llama/Llama-3-8B"}, file, path)
+    m = layered({"model": "vllm:meta-llama/Llama-3-8B"}, file, path)
     assert (m.provider, m.model, m.base_url, m.api_key) == (
         "vllm",
         "meta-llama/Llama-3-8B",
@@ -155,10 +164,10 @@ def test_custom_provider_table_makes_name_model_work(clean, tmp_path):
     )
     clean.setenv("VLLM_TOKEN", "tok-vllm")
     clean.setenv("OPENAI_API_KEY", "sk-openai")
-    m = resolve_model({"model": "vllm:meta-llama/Llama-3-8B"}, file, path)
+    m = layered({"model": "vllm:meta-llama/Llama-3-8B"}, file, path)
     assert m.api_key == "tok-vllm"
     # a name not in the table is still a bare model for the default provider
-    m = resolve_model({"model": "other:thing"}, file, path)
+    m = layered({"model": "other:thing"}, file, path)
     assert (m.provider, m.model) == ("openai", "other:thing")
 
 

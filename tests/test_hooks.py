@@ -25,7 +25,7 @@ from agi.claude.hooks import (
 )
 from agi.errors import ConfigError
 
-from conftest import FIXTURES
+from conftest import FIXTURES, intervals, overlap, timed
 
 SCRIPTS = Path(__file__).parent / "hooks"
 PAYLOADS = FIXTURES / "hooks" / "payloads"
@@ -291,11 +291,13 @@ def test_exit_2_beats_allow(tmp_path: Path) -> None:
 
 
 def test_hooks_run_in_parallel(tmp_path: Path) -> None:
-    hooks = load(tmp_path, Stop=[group(cmd("sleepy.sh", "0.5"), cmd("sleepy.sh", "0.50"))])
-    start = time.monotonic()
-    outcome = hooks.run("Stop", payload("stop"))
-    assert time.monotonic() - start < 0.9
+    log = tmp_path / "intervals"
+    hook = 'cat >/dev/null; {}; echo \'{{"systemMessage": "slept"}}\''
+    both = [hook.format(timed(name, log, "sleep 0.5")) for name in ("a", "b")]
+    outcome = load(tmp_path, Stop=[group(*both)]).run("Stop", payload("stop"))
     assert len(outcome.runs) == 2 and outcome.messages == ["slept", "slept"]
+    ran = intervals(log)
+    assert overlap(ran["a"], ran["b"]), ran
 
 
 def test_updated_input_replaces_the_input(tmp_path: Path) -> None:
@@ -454,18 +456,18 @@ def test_a_timed_out_hook_is_killed_with_its_children(tmp_path: Path) -> None:
     hooks = load(
         tmp_path,
         PreToolUse=[
-            group(cmd("sleepy.sh", 5, pidfile), timeout=1),
+            group(cmd("sleepy.sh", 60, pidfile), timeout=1),
             group(cmd("decide.sh", "allow", "ok")),
         ],
     )
     start = time.monotonic()
     outcome = hooks.run("PreToolUse", payload("pretooluse_bash_ls"))
-    assert 0.9 < time.monotonic() - start < 2.5
+    assert 0.9 < time.monotonic() - start < 15  # waited for the timeout; a hang guard
     assert not outcome.blocked and outcome.permission == "allow"
     assert outcome.runs[0]["timed_out"] and outcome.runs[0]["exit_code"] == -9
     assert len(outcome.messages) == 1 and "timed out after 1 s" in outcome.messages[0]
     pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 10
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid)
@@ -473,7 +475,7 @@ def test_a_timed_out_hook_is_killed_with_its_children(tmp_path: Path) -> None:
 
 def test_an_interrupt_kills_the_running_hooks(tmp_path: Path) -> None:
     pidfile = tmp_path / "sleep.pid"
-    settings = write(tmp_path / "hooks.json", {"Stop": [group(cmd("sleepy.sh", 30, pidfile))]})
+    settings = write(tmp_path / "hooks.json", {"Stop": [group(cmd("sleepy.sh", 60, pidfile))]})
     program = (
         "import sys; from pathlib import Path; from agi.claude.hooks import load_hooks\n"
         f"hooks = load_hooks([Path({str(settings)!r})])\n"
@@ -487,10 +489,10 @@ def test_an_interrupt_kills_the_running_hooks(tmp_path: Path) -> None:
         time.sleep(0.05)
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=10)
-    assert out == "interrupted\n" and time.monotonic() - start < 2
+    out, _ = proc.communicate(timeout=15)  # a hang guard: the hook sleeps 60 s
+    assert out == "interrupted\n"
     pid = int(pidfile.read_text())
-    while alive(pid) and time.monotonic() < start + 3:
+    while alive(pid) and time.monotonic() < start + 10:
         time.sleep(0.05)
     assert not alive(pid)
 
@@ -578,11 +580,11 @@ def test_claude_code_settings_with_more_than_agi_runs_load_with_warnings(tmp_pat
     settings = {
         "permissions": {"allow": ["Bash(ls:*)"]},
         "hooks": {
-            "Notification": [group("notify-send hi")],
+            "SubagentStart": [group("notify-send hi")],
             "Stop": [
                 {
                     "hooks": [
-                        {"type": "prompt", "prompt": "done?"},
+                        {"type": "http", "url": "http://localhost/x"},
                         {"type": "command", "command": "true"},
                     ]
                 }
@@ -596,7 +598,7 @@ def test_claude_code_settings_with_more_than_agi_runs_load_with_warnings(tmp_pat
     assert len(hooks.warnings) == 2 and all(
         w.startswith(f"hooks file {path}") for w in hooks.warnings
     )
-    assert "'Notification'" in hooks.warnings[0] and "only command hooks" in hooks.warnings[1]
+    assert "'SubagentStart'" in hooks.warnings[0] and "no http hooks" in hooks.warnings[1]
     assert not load_hooks([write(tmp_path / "empty.json", {})], project_dir=tmp_path)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import time
+import sys
+import threading
 from pathlib import Path
 
 from fakeserver import FakeModel, call, calls, text
@@ -26,9 +27,9 @@ def tool_results(request: dict) -> list[str]:
 def test_pre_tool_use_exit_2_blocks_rm(agi, tmp_path):
     marker = tmp_path / "marker"
     script = tmp_path / "no-rm.sh"
-    script.write_text(  # a Claude Code style guard: read the payload with python3, not jq
+    script.write_text(  # a Claude Code style guard: read the payload with Python, not jq
         "#!/bin/sh\n"
-        'python3 -c \'import json,sys; sys.exit(json.load(sys.stdin)["tool_input"]'
+        f'{sys.executable} -c \'import json,sys; sys.exit(json.load(sys.stdin)["tool_input"]'
         '["command"].startswith("rm "))\' && exit 0\n'
         'echo "rm is not allowed here" >&2; exit 2\n'
     )
@@ -143,7 +144,7 @@ def test_stop_hook_block_makes_the_agent_continue_once(agi, tmp_path):
         "if not p['stop_hook_active']:\n"
         "    print(json.dumps({'decision': 'block', 'reason': 'run the tests first'}))\n"
     )
-    hooks = settings(tmp_path, {"Stop": hook(f"python3 {check}")})
+    hooks = settings(tmp_path, {"Stop": hook(f"{sys.executable} {check}")})
     with FakeModel(text("done, I think"), text("tests pass; done")) as server:
         r = agi("--hooks", hooks, "fix it", server=server)
     assert r.returncode == 0
@@ -225,15 +226,19 @@ def test_two_tasks_run_concurrently_with_their_agent_files(agi, tmp_path):
             f"---\nname: {name}\ndescription: The {name} specialist\ntools: Read\n---\n"
             f"You are the {name} agent.\n"
         )
-    times: dict[str, list[float]] = {}
+    # a rendezvous: each subagent's request waits (up to 20 s) until the other's has arrived, so
+    # both meet only if the two run at once; one after the other, the first waits in vain
+    arrived = {"alpha": threading.Event(), "beta": threading.Event()}
+    met: dict[str, bool] = {}
 
     def respond(body):
         system = body["messages"][0]["content"]
-        for name in ("alpha", "beta"):
+        for name, other in (("alpha", "beta"), ("beta", "alpha")):
             if system == f"You are the {name} agent.":
-                times.setdefault(name, []).append(time.monotonic())
                 assert [t["function"]["name"] for t in body["tools"]] == ["Read"]
-                return text(f"{name} reporting", delay=0.25, pieces=4)
+                arrived[name].set()
+                met[name] = arrived[other].wait(20)
+                return text(f"{name} reporting")
         if any(m["role"] == "tool" for m in body["messages"]):
             return text("both answered")
         return calls(
@@ -243,15 +248,11 @@ def test_two_tasks_run_concurrently_with_their_agent_files(agi, tmp_path):
 
     s = tmp_path / "s"
     with FakeModel(respond) as server:
-        started = time.monotonic()
         r = agi("--agents", str(agents), "-s", str(s), "delegate", server=server)
-        elapsed = time.monotonic() - started
     assert r.returncode == 0, r.stderr
     assert r.stdout == "both answered\n"
     assert tool_results(server.requests[-1]) == ["alpha reporting", "beta reporting"]
-    # each subagent streams for ~1.5 s; run one after the other they would take 3 s
-    assert abs(times["alpha"][0] - times["beta"][0]) < 1.0
-    assert elapsed < 4
+    assert met == {"alpha": True, "beta": True}  # each was asked while the other was
     kept = sorted(p.name.split("-")[2] for p in (s / "subagents").iterdir())
     assert kept == ["alpha", "beta"]
     child = next((s / "subagents").glob("*alpha*"))

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agi.errors import AgiError, ConfigError, ProviderError
-from agi.providers.stream import StreamAssembler, iter_sse
-from agi.providers.transport import sse_lines
+from agi.providers.chat import ChatAssembler
+from agi.providers.stream import iter_sse, sse_lines
 
 from conftest import FIXTURES
 
@@ -21,7 +21,7 @@ STREAMS = sorted((FIXTURES / "transport").glob("*.sse"))
 
 def decode(chunks: list[bytes]):
     """What the transport makes of a byte stream delivered in these chunks."""
-    asm = StreamAssembler()
+    asm = ChatAssembler()
     events, error = [], None
     try:
         for _, data in iter_sse(sse_lines(chunks)):

@@ -189,7 +189,7 @@ def test_llama_server_takes_json_schema_and_its_window_from_props(agi, tmp_path)
         r = agi("-s", str(s), "and then?", server=server)
     assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
     assert len(server.requests) == 3  # refused, the summary, sent again
-    from agi.sessions.context import window_for
+    from agi.providers.windows import window_for
 
     with FakeModel() as server:
         server.route("GET", "/props", fixture("llama_server_props.json"))
@@ -357,7 +357,7 @@ def test_ollama_reasoning_usage_and_schema(agi, tmp_path):
 
 def truncating_ollama(default_ctx: int = 4096):
     """An Ollama that cuts whatever passes its num_ctx, silently, and says how much it read."""
-    from agi.sessions.context import estimate
+    from agi.sessions.estimate import estimate
 
     def step(body: dict):
         ctx = (body.get("options") or {}).get("num_ctx", default_ctx)

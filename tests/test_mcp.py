@@ -3,7 +3,7 @@
 `mcp-server-time` (PyPI) and `@modelcontextprotocol/server-everything` (npm, run with node) over
 stdio, and a FastMCP server (tests/mcp_servers/server.py) over stdio and streamable HTTP. Unit
 tests call the tool objects; end-to-end tests drive the real `agi` executable against the scripted
-model (skipped until the CLI has `--mcp`). The directory is not named `mcp`: with tests/ on
+model. The directory is not named `mcp`: with tests/ on
 sys.path it would pass for the SDK when the SDK is missing.
 """
 
@@ -106,17 +106,13 @@ def run(tools: list, tool: str, /, **args) -> str:
 
 @pytest.fixture(scope="session")
 def everything() -> dict:
-    """server-everything, installed with npm under tests/mcp_servers/ if CI has not done it."""
+    """server-everything, installed under tests/mcp_servers/ by .ci/run (tests use no network)."""
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     if not EVERYTHING.exists():
-        if shutil.which("npm") is None:
-            pytest.skip("npm is not installed")
-        subprocess.run(
-            ["npm", "install", "--prefix", str(HERE), "--no-package-lock", "--no-audit"],
-            check=True,
-            capture_output=True,
-            timeout=300,
+        pytest.skip(
+            "server-everything is not installed (.ci/run does it: "
+            "npm install --prefix tests/mcp_servers --no-package-lock)"
         )
     entry = json.loads((EVERYTHING / "package.json").read_text())["bin"]
     main = EVERYTHING / (entry if isinstance(entry, str) else next(iter(entry.values())))
@@ -314,9 +310,8 @@ def test_the_cache_offers_tools_without_starting_the_server(tmp_path):
     cold, _ = load_mcp([path], cache)
     assert starts(log) == 1
     close_all()
-    began = time.monotonic()
     warm, warnings = load_mcp([path], cache)
-    assert time.monotonic() - began < 0.5 and warnings == []
+    assert warnings == []
     assert starts(log) == 0 + 1  # nothing started at load
     assert [(t.name, t.parameters) for t in warm] == [(t.name, t.parameters) for t in cold]
     assert run(warm, "mcp__t__add", a=20, b=22) == "42"  # started on first use
@@ -369,9 +364,8 @@ def test_a_slow_server_does_not_delay_a_warm_start_and_starts_once_for_parallel_
     path = config(tmp_path, {"slow": helper(MCP_START_LOG=str(log), MCP_START_DELAY="1")})
     load_mcp([path], cache)
     close_all()
-    began = time.monotonic()
     tools, _ = load_mcp([path], cache)
-    assert time.monotonic() - began < 0.5
+    assert starts(log) == 1  # the warm load started nothing
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda n: run(tools, "mcp__slow__add", a=n, b=1), range(4)))
     assert results == ["1", "2", "3", "4"]
@@ -412,7 +406,7 @@ def test_a_call_past_the_deadline_is_an_error(tmp_path, monkeypatch):
     began = time.monotonic()
     with pytest.raises(ToolError, match="did not answer within"):
         tool.run({"seconds": 30}, ToolContext(deadline=time.monotonic() + 1))
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 15  # a hang guard: the call sleeps 30 s
     monkeypatch.setenv("MCP_TOOL_TIMEOUT", "500")  # milliseconds, as in Claude Code
     with pytest.raises(ToolError, match="did not answer within 0.5 s"):
         tool.run({"seconds": 30}, ToolContext())
@@ -451,8 +445,9 @@ def test_closing_while_a_server_starts_ends_it_at_once(tmp_path):
         time.sleep(0.05)
     began = time.monotonic()
     close_all()
-    loader.join(10)
-    assert time.monotonic() - began < 6  # the SDK's 2 s grace after EOF, then SIGTERM
+    loader.join(40)
+    # the SDK's 2 s grace after EOF, then SIGTERM; a hang guard, far short of the 60 s start
+    assert time.monotonic() - began < 30
     (pid,) = map(int, log.read_text().split())
     assert not Path(f"/proc/{pid}").exists()
     ((tools, warnings),) = loaded
@@ -603,3 +598,4 @@ def test_ci_has_the_mcp_sdk_and_node():
     if os.environ.get("CI") == "true":
         assert importlib.util.find_spec("mcp") is not None
         assert shutil.which("node") and shutil.which("npm")
+        assert EVERYTHING.exists(), "tests/mcp_servers: npm install has not run"

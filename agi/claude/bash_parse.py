@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
+
+from agi.claude.bash_words import Unreducible, Word, check_node, integer_names, word
+from agi.claude.bash_wrappers import RESERVED, inner, need, program
 
 REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
@@ -22,25 +25,41 @@ SUBSTITUTION_START = re.compile(rb"\$\(|<\(|>\(|`")
 COMMANDS = frozenset({"command", "declaration_command", "unset_command"})
 
 
+MAX_DEPTH = 8  # `bash -c "eval 'sh -c …'"`: deeper nesting is not followed
+WHITE = re.compile(r"\s")
+# wrappers that add nothing to what they run: an allow rule for the command covers them
+TRANSPARENT = frozenset({"time", "nohup", "nice", "timeout", "stdbuf", "command", "builtin"})
+TRANSPARENT |= {"ionice", "setsid"}
+
+
 @dataclass(frozen=True)
 class Part:
-    """One simple command: as written (with leading `VAR=…`), and without those assignments."""
+    """One simple command: as written (with leading `VAR=…`), without those assignments, and
+    as bash will run it (`words`: each word's value, the name first; `assigns` before it)."""
 
     text: str  # the command with its assignments, redirections left out
     bare: str  # the command from its name on
+    words: tuple[str, ...] = ()
+    assigns: tuple[str, ...] = ()
+    transparent: bool = False  # `time`, `nohup`, …: allowed when what it runs is
 
     def forms(self, strict: bool) -> set[str]:
         """The texts a rule may match: allow rules (`strict`) see the command with its
-        assignments; deny and ask rules also see it without them. Each text also appears with
-        its quoting removed, so `Bash(/path/x.sh:*)` matches `"/path/x.sh" arg`."""
-        texts = [self.text] if strict else [self.text, self.bare]
-        found = set()
-        for text in texts:
-            found.add(text)
-            try:
-                found.add(" ".join(shlex.split(text)))
-            except ValueError:
-                pass
+        assignments, as written and as bash runs it; deny and ask rules also see it without
+        them, with its quoting removed, and with a program path's basename (`/bin/rm` is
+        `rm`)."""
+        found = {self.text} if strict else {self.text, self.bare}
+        if not strict:
+            for text in (self.text, self.bare):
+                try:
+                    found.add(" ".join(shlex.split(text)))
+                except ValueError:
+                    pass
+        if self.words:
+            found.add(" ".join([*self.assigns, *self.words]))
+            if not strict:
+                found.add(" ".join(self.words))
+                found.add(" ".join([program(self.words[0]), *self.words[1:]]))
         return {f for f in found if f}
 
 
@@ -53,26 +72,151 @@ def _parser() -> Any:
 
 
 def split(command: str) -> list[Part] | None:
-    """Every simple command in `command`, nested ones included, or None when it cannot be
-    parsed (a syntax error, or the parser is missing)."""
+    """Every command `command` makes bash run, nested and wrapped ones included, or None when
+    the judge cannot follow it (a syntax error, an expansion that evaluates code, an unknown
+    wrapper option, a missing parser). A line with backslash-newlines is judged both as
+    written and with them joined, as bash reads it."""
+    if "\x00" in command:
+        return None
     try:
-        parser = _parser()
+        _parser()
     except ImportError:
         return None
+    parts: list[Part] = []
+    for text in dict.fromkeys([command, join_continuations(command)]):
+        found = _split(text, 0)
+        if found is None:
+            return None
+        parts += found
+    return parts
+
+
+def _split(command: str, depth: int) -> list[Part] | None:
+    if depth > MAX_DEPTH:
+        return None
     source = command.encode("utf-8", "surrogatepass")
-    tree = parser.parse(source)
+    tree = _parser().parse(source)
     if tree.root_node.has_error:
         return None
-    parts: list[Part] = []
     nodes = []
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         nodes.append(node)
-        if node.type in COMMANDS:
-            parts.append(_part(node, source))
         stack.extend(reversed(node.children))
-    return None if _unaccounted(source, nodes) else parts
+    if _unaccounted(source, nodes):
+        return None
+    known = integer_names(tree.root_node, source)
+    parts: list[Part] = []
+    try:
+        for node in nodes:
+            check_node(node, source, known)
+            if node.type in COMMANDS:
+                parts += _command(node, source, depth)
+            elif node.type == "variable_assignment" and _bare_exported(node, source):
+                parts.append(Part(_slice(source, node.start_byte, node.end_byte), ""))
+    except (Unreducible, RecursionError):
+        return None
+    return parts
+
+
+def _bare_exported(node: Any, source: bytes) -> bool:
+    """A bare `NAME=value` that may change the environment of later commands (a name without
+    lower-case letters, as environment variables are named) is judged as a command."""
+    parent = node.parent
+    if parent is None or parent.type in ("command", "declaration_command", "c_style_for_statement"):
+        return False
+    name = source[node.children[0].start_byte : node.children[0].end_byte].decode(errors="replace")
+    return name == name.upper()
+
+
+def _command(node: Any, source: bytes, depth: int) -> list[Part]:
+    part = _part(node, source)
+    if node.type != "command":
+        return [part]
+    pieces = [c for c in node.children if c.type not in REDIRECTS]
+    assigns = [word(c, source).shown for c in pieces if c.type == "variable_assignment"]
+    named = [c for c in pieces if c.type != "variable_assignment"]
+    if not named:
+        return [part]
+    first = named[0].children[0] if named[0].type == "command_name" else named[0]
+    words = [word(first, source), *(word(c, source) for c in named[1:])]
+    _name(words[0])
+    shown = tuple(w.shown for w in words)
+    inside = _inner(words, depth, _fed(node))
+    clear = bool(inside) and program(shown[0]) in TRANSPARENT
+    return [replace(part, words=shown, assigns=tuple(assigns), transparent=clear), *inside]
+
+
+def _name(first: Word) -> None:
+    name = need(first)
+    if not name or name in RESERVED - {"time", "coproc"} or WHITE.search(name):
+        raise Unreducible
+
+
+def _fed(node: Any) -> bool:
+    """Whether a command's stdin is a pipe or a redirection rather than the caller's."""
+    inputs = ("<", "<<", "<<<", "<&", "<<-", "<>")
+    parent = node.parent
+    redirects = [c for c in node.children if c.type in REDIRECTS]
+    if parent is not None and parent.type == "redirected_statement":
+        redirects += [c for c in parent.children if c.type in REDIRECTS]
+        node, parent = parent, parent.parent
+    if any(t.type in inputs for r in redirects for t in r.children):
+        return True
+    return parent is not None and parent.type == "pipeline" and parent.children[0] != node
+
+
+def _inner(words: list[Word], depth: int, fed: bool = True) -> list[Part]:
+    """What a command runs besides itself (wrapped commands, evaluated lines), judged too."""
+    if depth >= MAX_DEPTH:
+        raise Unreducible
+    commands, lines = inner(words, fed)
+    parts: list[Part] = []
+    for argv in commands:
+        _name(argv[0])
+        shown = tuple(w.shown for w in argv)
+        text = " ".join(shown)
+        inside = _inner(argv, depth + 1)
+        clear = bool(inside) and program(shown[0]) in TRANSPARENT
+        parts += [Part(text, text, shown, transparent=clear), *inside]
+    for line in lines:
+        found = _split(line, depth + 1)
+        if found is None:
+            raise Unreducible
+        parts += found
+    return parts
+
+
+def join_continuations(command: str) -> str:
+    """The line with backslash-newlines removed where bash removes them: outside single quotes
+    and comments."""
+    if "\\\n" not in command:
+        return command
+    out: list[str] = []
+    quote = ""
+    at = 0
+    while at < len(command):
+        ch = command[at]
+        if quote == "'" or quote == "#":
+            if ch == quote or quote == "#" and ch == "\n":
+                quote = ""
+            out.append(ch)
+        elif ch == "\\":
+            pair = command[at : at + 2]
+            if pair != "\\\n":
+                out.append(pair)
+            at += 2
+            continue
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+            out.append(ch)
+        else:
+            if ch in "'\"" or ch == "#" and (not out or out[-1] in " \t\n;&|()<>"):
+                quote = ch
+            out.append(ch)
+        at += 1
+    return "".join(out)
 
 
 def _unaccounted(source: bytes, nodes: list[Any]) -> bool:

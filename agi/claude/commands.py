@@ -40,6 +40,7 @@ class Command:
     name: str  # `PLUGIN:NAME` for a plugin's command
     path: Path
     plugin_root: str | None = None
+    label: str = ""  # the sub-directory of `commands/` it is in (`git`), shown in listings
 
     def read(self) -> tuple[dict[str, Any], str]:
         """(front matter, body); a file without front matter is all body. Malformed front
@@ -61,11 +62,12 @@ class Command:
                 raise UsageError(f"command /{self.name} ({self.path}): front matter: {e}") from e
         if self.plugin_root:
             meta = {k: _rooted(v, self.plugin_root) for k, v in meta.items()}
-            body = _rooted(body, self.plugin_root)
+            body = _rooted_body(body, self.plugin_root)
         return meta, body
 
     def summary(self) -> str:
-        """`description` and `argument-hint`, for listings (never fails)."""
+        """`description` and `argument-hint`, for listings (never fails); the sub-directory as
+        a label, as Claude Code shows it (`(project:git)`: here `(git)`)."""
         try:
             meta, _ = self.read()
         except UsageError as e:
@@ -74,7 +76,30 @@ class Command:
         if isinstance(hint, list):  # `[name]` is YAML for a list; the writer meant the brackets
             hint = "[" + ", ".join(map(str, hint)) + "]"
         text = str(meta.get("description") or "").strip()
+        if self.label:
+            text = f"{text} ({self.label})".strip()
         return f"{hint} — {text}" if hint and text else str(hint or text)
+
+    def model_may_run(self) -> bool:
+        """Whether the SlashCommand tool offers it: front matter `disable-model-invocation`
+        not true (an unreadable file is not offered)."""
+        try:
+            meta, _ = self.read()
+        except UsageError:
+            return False
+        return meta.get("disable-model-invocation") not in (True, "true", "True")
+
+
+def _rooted_body(body: str, root: str) -> str:
+    """The plugin root put into a body's text, but not into its shell steps: there it stays a
+    reference the shell expands (agi.claude.bash_quote), so a directory named `a $(x) b`
+    runs nothing."""
+    out: list[str] = []
+    at = 0
+    for m in STEP.finditer(body):
+        out += [body[at : m.start()].replace("${CLAUDE_PLUGIN_ROOT}", root), m.group(0)]
+        at = m.end()
+    return "".join(out) + body[at:].replace("${CLAUDE_PLUGIN_ROOT}", root)
 
 
 def _rooted(value: Any, root: str) -> Any:
@@ -91,20 +116,30 @@ def find_commands(
     root: str | None = None,
     warnings: list[str] | None = None,
 ) -> list[Command]:
-    """The command files (`*.md`) in directories (or named as files), by file name."""
+    """The command files (`*.md`) in directories, sub-directories included (or named as
+    files), by file name as Claude Code names them: `commands/git/commit.md` is `commit`, with
+    `git` as its label. Top-level files come first, so they win a clash of names."""
     found = []
     for place in places:
         if place.is_file():
             files = [place]
         elif place.is_dir():
-            files = sorted(p for p in place.glob("*.md") if p.is_file())
+            files = sorted(
+                (p for p in place.rglob("*.md") if p.is_file()),
+                key=lambda p: (len(p.relative_to(place).parts), str(p)),
+            )
         else:
             if warnings is not None:
                 warnings.append(f"commands {place}: no such file or directory; skipped")
             continue
         for file in files:
             name = f"{plugin}:{file.stem}" if plugin else file.stem
-            found.append(Command(name, file, root))
+            label = "" if place.is_file() else "/".join(file.relative_to(place).parent.parts)
+            first = next((c for c in found if c.name == name), None)
+            if first is not None and warnings is not None:
+                warnings.append(f"command /{name} ({file}) has the name of {first.path}; skipped")
+                continue
+            found.append(Command(name, file, root, label))
     return found
 
 
@@ -131,24 +166,19 @@ def lookup(name: str, commands: list[Command], builtins: tuple[str, ...] = ()) -
 
 @dataclass
 class Expansion:
-    """What a command makes of a prompt: the text to send, its allow rules and its model."""
+    """What a command makes of a prompt, before anything runs: the body as written, the
+    arguments, the text after the first line, its allow rules and its model."""
 
-    prompt: str
     command: Command
+    body: str
+    arguments: str
+    more: str = ""
     rules: list[Rule] = field(default_factory=list)
     model: str | None = None
 
 
-def expand(
-    prompt: str,
-    command: Command,
-    permissions: Permissions,
-    cwd: str,
-    env: dict[str, str] | None = None,
-    warn: Any = None,
-    sandbox: Any = None,
-) -> Expansion:
-    """Replace a prompt that starts with `/NAME` by the command's body, shell steps run."""
+def prepare(prompt: str, command: Command, cwd: str) -> Expansion:
+    """Read the command a `/NAME args` prompt names; nothing is run here."""
     from agi.claude.permissions import parse_rules
 
     first, _, more = prompt.partition("\n")
@@ -156,13 +186,23 @@ def expand(
     meta, body = command.read()
     tools = _tools(meta.get("allowed-tools"), command, cwd)
     rules = parse_rules(tools, "allow", str(command.path), cwd)
-    text = substitute(body, arguments)
-    where = Where(cwd, env or {}, warn, sandbox)
-    text = run_steps(text, command, permissions.with_rules(rules), where)
-    if more.strip():
-        text = f"{text.rstrip()}\n\n{more.strip()}"
     model = meta.get("model")
-    return Expansion(text.strip(), command, rules, model if isinstance(model, str) else None)
+    return Expansion(
+        command, body, arguments, more.strip(), rules, model if isinstance(model, str) else None
+    )
+
+
+def expand(expansion: Expansion, permissions: Permissions, where: Where) -> str:
+    """The prompt a command stands for: its shell steps found in the body as written and run
+    (the arguments go into a step as quoted data, never making steps of their own), the
+    arguments substituted in the text around them."""
+    body, arguments = expansion.body, expansion.arguments
+    text = run_steps(body, arguments, expansion.command, permissions, where)
+    if arguments and "$ARGUMENTS" not in body and not POSITIONAL.search(body):
+        text = f"{text.rstrip()}\n\nARGUMENTS: {arguments}"
+    if expansion.more:
+        text = f"{text.rstrip()}\n\n{expansion.more}"
+    return text.strip()
 
 
 def _tools(value: Any, command: Command, cwd: str) -> list[str]:
@@ -212,17 +252,22 @@ def _split(value: str) -> list[str]:
     return [*parts, value[start:]]
 
 
-def substitute(body: str, arguments: str) -> str:
-    """`$ARGUMENTS`, then `$1`, `$2`, … (shell-style words of the arguments)."""
+def substitute(body: str, arguments: str, quoted: bool = False) -> str:
+    """`$ARGUMENTS`, then `$1`, `$2`, … (shell-style words of the arguments); `quoted`: for a
+    shell step, every word quoted."""
     try:
         words = shlex.split(arguments)
     except ValueError:
         words = arguments.split()
-    text = body.replace("$ARGUMENTS", arguments)
-    text = POSITIONAL.sub(lambda m: _word(words, int(m.group(1))), text)
-    if arguments and "$ARGUMENTS" not in body and not POSITIONAL.search(body):
-        text = f"{text.rstrip()}\n\nARGUMENTS: {arguments}"
-    return text
+    if not quoted:
+        text = body.replace("$ARGUMENTS", arguments)
+        return POSITIONAL.sub(lambda m: _word(words, int(m.group(1))), text)
+    # in a shell step the arguments are never text: `$ARGUMENTS` becomes "$@" (each word one
+    # argument, as Claude Code's plugins expect), `$N` "${N}", expanded by the shell from the
+    # step's positional parameters and environment (agi.claude.bash_quote.step_environment)
+    from agi.claude.bash_quote import by_reference
+
+    return by_reference(body)
 
 
 def _word(words: list[str], n: int) -> str:
@@ -231,43 +276,65 @@ def _word(words: list[str], n: int) -> str:
 
 @dataclass
 class Where:
-    """Where shell steps run: directory, extra environment, warnings, the --sandbox policy."""
+    """Where shell steps run: directory, extra environment, warnings, the --sandbox policy,
+    and the session's trace (each step is recorded there, like a Bash call)."""
 
     cwd: str
     env: dict[str, str]
     warn: Any = None
     sandbox: Any = None
+    trace: Any = None
 
 
-def run_steps(text: str, command: Command, permissions: Permissions, where: Where) -> str:
+def run_steps(
+    body: str, arguments: str, command: Command, permissions: Permissions, where: Where
+) -> str:
     """Run the body's shell steps, fenced ```! blocks and inline !`CMD`, in one pass over the
-    body as written: a step's output is never scanned for steps again."""
-    from agi.claude.permissions import Guard
+    body as written: neither the arguments nor a step's output is scanned for steps."""
+    from agi.claude.bash_quote import as_judged
+    from agi.claude.guard import Guard
+    from agi.claude.permissions import Permissions
 
-    guard = Guard(permissions)
-
-    def run(m: re.Match[str]) -> str:
-        step = (m.group(1) if m.group(1) is not None else m.group(2)).strip()
-        denial = guard.check("", "Bash", {"command": step}, where.cwd)
+    # the user typed the command: its steps are judged by the rules (and dontAsk), not by the
+    # modes that ask about the model's calls
+    mode = "dontAsk" if permissions.mode == "dontAsk" else "default"
+    guard = Guard(Permissions(permissions.rules, mode))
+    out: list[str] = []
+    at = 0
+    for m in STEP.finditer(body):
+        out.append(substitute(body[at : m.start()], arguments))
+        at = m.end()
+        written = m.group(1) if m.group(1) is not None else m.group(2)
+        step = substitute(written, arguments, quoted=True).strip()
+        judged = as_judged(step, arguments, command.plugin_root)  # the words the step gets
+        denial = guard.check("", "Bash", {"command": judged}, where.cwd)
         if denial is not None:
+            _record(where, command, judged, None, denial)
             raise UsageError(
-                f"/{command.name}: its shell step `{_short(step)}` was not run: "
+                f"/{command.name}: its shell step `{_short(judged)}` was not run: "
                 + denial.removeprefix("Error: ")
             )
-        return _run(step, command, where)
+        out.append(_run(step, command, where, arguments))
+    out.append(substitute(body[at:], arguments))
+    return "".join(out)
 
-    return STEP.sub(run, text)
+
+def _record(where: Where, command: Command, step: str, code: int | None, denied: str) -> None:
+    if where.trace is not None:
+        record = {"type": "step", "command": f"/{command.name}", "step": step, "exit_code": code}
+        where.trace({**record, **({"denied": denied} if denied else {})})
 
 
-def _run(step: str, command: Command, where: Where) -> str:
-    import os
-
+def _run(step: str, command: Command, where: Where, arguments: str = "") -> str:
+    from agi.claude.bash_quote import step_environment
+    from agi.process import child_env
     from agi.tools.shell import run_process
 
-    environ = {**os.environ, **where.env}
+    values, words = step_environment(arguments)
+    environ = child_env({**where.env, **values})
     if command.plugin_root:
         environ["CLAUDE_PLUGIN_ROOT"] = command.plugin_root
-    argv = ["bash", "-c", step]
+    argv = ["bash", "-c", step, "bash", *words]
     try:
         output, code, timed_out = run_process(
             argv, where.cwd, STEP_TIMEOUT, environ, sandbox=where.sandbox
@@ -275,6 +342,7 @@ def _run(step: str, command: Command, where: Where) -> str:
     except OSError as e:
         raise UsageError(f"/{command.name}: cannot run its shell step: {e}") from e
     text = output.text().rstrip("\n")
+    _record(where, command, step, code, "")
     if timed_out:
         text += f"\nCommand timed out after {STEP_TIMEOUT:g} s and was killed"
     elif code:
@@ -291,6 +359,8 @@ def _short(step: str) -> str:
 
 def listing(commands: list[Command]) -> list[tuple[str, str, str]]:
     """(name, summary, file) of each command, for `--list-extensions` and the REPL's /help."""
-    return [
-        (f"/{c.name}", c.summary(), str(c.path)) for c in sorted(commands, key=lambda c: c.name)
-    ]
+    rows = []
+    for c in sorted(commands, key=lambda c: c.name):
+        summary = c.summary() + ("" if c.model_may_run() else " [the model cannot run it]")
+        rows.append((f"/{c.name}", summary.strip(), str(c.path)))
+    return rows

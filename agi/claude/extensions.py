@@ -9,35 +9,45 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agi.claude.commands import Expansion
     from agi.config import ModelConfig
     from agi.settings import Settings
 
 BUILTINS = ("compact", "help", "session", "sys")  # the REPL's own commands
 
 
-def command_prompt(
+def command_settings(
     prompt: str, settings: Settings, builtins: tuple[str, ...] = ()
-) -> tuple[str, Settings]:
-    """The prompt a `/NAME args` line stands for, and the settings it runs with; any other
-    prompt as it is. An unknown `/WORD` is a usage error listing the known commands."""
-    from agi.claude.commands import expand, first_word, lookup
+) -> tuple[Expansion, Settings] | None:
+    """The command a `/NAME args` prompt names, and the settings its turn runs with (its
+    `allowed-tools` rules added, its `model`); None for any other prompt. Nothing runs here.
+    An unknown `/WORD` is a usage error listing the known commands."""
+    from agi.claude.commands import first_word, lookup, prepare
     from agi.claude.permissions import Permissions
 
     name = first_word(prompt)
     if name is None:
-        return prompt, settings
+        return None
     command = lookup(name, settings.commands, builtins)
-    permissions = settings.permissions or Permissions()
-    warnings = list(settings.warnings)
-    done = expand(
-        prompt, command, permissions, os.getcwd(), settings.env, warnings.append, settings.sandbox
-    )
-    changes: dict[str, Any] = {"warnings": warnings}
-    if done.rules:
-        changes["permissions"] = permissions.with_rules(done.rules)
-    if done.model:
-        changes["model"] = command_model(settings.model, done.model)
-    return done.prompt, dataclasses.replace(settings, **changes)
+    expansion = prepare(prompt, command, os.getcwd())
+    changes: dict[str, Any] = {}
+    if expansion.rules:
+        permissions = settings.permissions or Permissions()
+        changes["permissions"] = permissions.with_rules(expansion.rules)
+    if expansion.model:
+        changes["model"] = command_model(settings.model, expansion.model)
+    return expansion, dataclasses.replace(settings, **changes) if changes else settings
+
+
+def command_text(expansion: Expansion, settings: Settings, ctx: Any, trace: Any) -> str:
+    """The command's prompt, its shell steps run now, inside the run: judged by the turn's
+    permission rules like Bash calls, recorded in the session's trace."""
+    from agi.claude.commands import Where, expand
+    from agi.claude.permissions import Permissions
+
+    env = {**settings.env, **ctx.env}
+    where = Where(ctx.cwd, env, ctx.warn, settings.sandbox, trace)
+    return expand(expansion, settings.permissions or Permissions(), where)
 
 
 def command_model(current: ModelConfig, spec: str) -> ModelConfig:
@@ -78,7 +88,7 @@ def inventory(settings: Settings) -> str:
     agents = [(a.name, _short(a.description), str(a.path or "")) for a in settings.agents]
     section("agents", agents)
     hooks = settings.hooks.hooks if settings.hooks is not None else {}
-    rows = [(f"{event} {h.command}", "", h.source) for event, hs in hooks.items() for h in hs]
+    rows = [(_hook_row(event, h), "", h.source) for event, hs in hooks.items() for h in hs]
     section("hooks", rows)
     section("MCP configs", [(str(m), "", "") for m in settings.tools.mcp])
     permissions = settings.permissions
@@ -86,6 +96,14 @@ def inventory(settings: Settings) -> str:
         rules = [(f"{r.kind} {r.text}", "", r.source) for r in permissions.rules]
         section(f"permission rules (mode {permissions.mode})", rules)
     return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def _hook_row(event: str, hook: Any) -> str:
+    """`EVENT COMMAND`, or `EVENT prompt: TEXT`, with its `if` and how it runs."""
+    text = hook.command if hook.kind == "command" else f"prompt: {_short(hook.command)}"
+    more = [f"if {hook.condition.text}"] if hook.condition is not None else []
+    more += ["asyncRewake"] if hook.rewake else ["async"] if hook.run_async else []
+    return f"{event} {text}" + (f"  [{', '.join(more)}]" if more else "")
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -1,7 +1,8 @@
 """Hooks settings files (Claude Code's format, plus agi's argument matchers): read, validated.
 
 `{"hooks": {EVENT: [{"matcher": M, "hooks": [{"type": "command", "command": CMD, "timeout": S,
-"shell": "bash", "async": false}]}]}}`
+"shell": "bash", "async": false, "asyncRewake": false, "if": RULE}]}]}}`, or `{"type": "prompt",
+"prompt": TEXT, "model": M}`
 where M is empty or `*` (everything), exact names `Edit|Write`, a regex, or agi's object
 `{"tool": M, "input": {ARG: REGEX}}` for tool events. agi.claude.hooks runs what this reads.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from agi.errors import ConfigError
 
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 EVENTS = (
     *TOOL_EVENTS,
     "UserPromptSubmit",
@@ -25,8 +26,12 @@ EVENTS = (
     "SessionStart",
     "SessionEnd",
     "PreCompact",
+    "Notification",
 )
+# the events a "type": "prompt" hook can decide (Claude Code's list; the others take commands)
+PROMPT_EVENTS = frozenset({*TOOL_EVENTS, "UserPromptSubmit", "Stop", "SubagentStop"})
 DEFAULT_TIMEOUT = 60.0
+PROMPT_TIMEOUT = 30.0  # Claude Code's default for prompt hooks
 SIMPLE = re.compile(r"[A-Za-z0-9_| -]+")  # Claude Code compares such matchers as exact names
 
 
@@ -56,13 +61,24 @@ class Matcher:
 class Hook:
     """One command of a settings file, with the matcher of its group."""
 
-    command: str
+    command: str  # for a prompt hook, its prompt
     timeout: float
     matcher: Matcher
     source: str
     shell: str = "sh"  # the entry's `shell` (e.g. "bash"): runs the command with SHELL -c
     run_async: bool = False  # `async: true`: started and not waited for; its output is unused
     plugin_root: str | None = None  # a plugin's hook: CLAUDE_PLUGIN_ROOT in its environment
+    kind: str = "command"  # or "prompt": the model answers {"ok", "reason"}
+    model: str | None = None  # a prompt hook's `model` (else the run's)
+    condition: Any = None  # `if`: a permission rule (agi.claude.permissions.Rule) calls match
+    rewake: bool = False  # `asyncRewake`: in the background; exit 2 wakes the agent
+    rewake_message: str = ""  # `rewakeMessage`: put before the hook's stderr
+    rewake_summary: str = ""  # `rewakeSummary`: shown to the user when it wakes the agent
+
+    @property
+    def key(self) -> str:
+        """Identical hooks of one event run once: the same command (or prompt and model)."""
+        return self.command if self.kind == "command" else f"prompt\0{self.model}\0{self.command}"
 
 
 def read_settings(paths: list[Path]) -> tuple[dict[str, list[Hook]], list[str]]:
@@ -128,7 +144,8 @@ def parse_hooks(
                 raise bad(f'{at} must be an object with a "hooks" list')
             matcher = _matcher(group.get("matcher"), event, f"{at}.matcher", bad)
             for j, entry in enumerate(group["hooks"]):
-                if hook := _command(entry, matcher, f"{at}.hooks[{j}]", path, warnings):
+                where = f"{at}.hooks[{j}]"
+                if hook := _entry(entry, event, matcher, where, path, warnings):
                     found.append((event, _in_plugin(hook, plugin_root)))
     return found
 
@@ -136,29 +153,81 @@ def parse_hooks(
 def _in_plugin(hook: Hook, root: str | None) -> Hook:
     if root is None:
         return hook
-    command = hook.command.replace("${CLAUDE_PLUGIN_ROOT}", root)
+    from agi.claude.bash_quote import by_reference
+
+    # a reference the shell expands from the hook's environment, never the path as text
+    command = by_reference(hook.command, arguments=False)
     return replace(hook, command=command, plugin_root=root)
 
 
-def _command(entry: Any, matcher: Matcher, where: str, path: str, notes: list[str]) -> Hook | None:
-    """One entry of a group's "hooks" list; types other than "command" are skipped with a note."""
+def _entry(
+    entry: Any, event: str, matcher: Matcher, where: str, path: str, notes: list[str]
+) -> Hook | None:
+    """One entry of a group's "hooks" list: a command or a prompt hook. Types agi does not run
+    (`http`, `agent`), and prompt hooks of events that take none, are skipped with a note."""
     problem = f"hooks file {path}: {where}"
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         raise HookSettingsError(f'{problem} must be an object with "type": "command"')
-    if entry["type"] != "command":
-        notes.append(f"{problem}: agi runs only command hooks; skipped")
+    kind = entry["type"]
+    if kind not in ("command", "prompt") or (kind == "prompt" and event not in PROMPT_EVENTS):
+        what = f"{kind} hooks" if kind != "prompt" else f"prompt hooks for {event}"
+        notes.append(f"{problem}: agi runs no {what} (as Claude Code); skipped")
         return None
-    command, timeout = entry.get("command"), entry.get("timeout", DEFAULT_TIMEOUT)
-    if not isinstance(command, str) or not command.strip():
-        raise HookSettingsError(f"{problem}.command must be a non-empty string")
+    field_name = "command" if kind == "command" else "prompt"
+    text = entry.get(field_name)
+    if not isinstance(text, str) or not text.strip():
+        raise HookSettingsError(f"{problem}.{field_name} must be a non-empty string")
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT if kind == "command" else PROMPT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise HookSettingsError(f"{problem}.timeout must be a positive number of seconds")
-    shell, run_async = entry.get("shell", "sh"), entry.get("async", False)
+    shell = entry.get("shell", "sh")
     if not isinstance(shell, str) or not shell.strip():
         raise HookSettingsError(f'{problem}.shell must name a shell, e.g. "bash"')
-    if not isinstance(run_async, bool):
-        raise HookSettingsError(f"{problem}.async must be true or false")
-    return Hook(command, float(timeout), matcher, path, shell.strip(), run_async)
+    flags = {k: entry.get(k, False) for k in ("async", "asyncRewake")}
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise HookSettingsError(f"{problem}.{name} must be true or false")
+    texts = {k: entry.get(k, "") for k in ("model", "rewakeMessage", "rewakeSummary")}
+    for name, value in texts.items():
+        if not isinstance(value, str):
+            raise HookSettingsError(f"{problem}.{name} must be a string")
+    condition = _condition(entry.get("if"), event, problem, notes, str(Path(path).parent))
+    if condition is False:
+        return None
+    return Hook(
+        text,
+        float(timeout),
+        matcher,
+        path,
+        shell.strip(),
+        flags["async"] or flags["asyncRewake"],
+        kind=kind,
+        model=texts["model"] or None,
+        condition=condition,
+        rewake=flags["asyncRewake"] and kind == "command",
+        rewake_message=texts["rewakeMessage"],
+        rewake_summary=texts["rewakeSummary"],
+    )
+
+
+def _condition(value: Any, event: str, problem: str, notes: list[str], base: str) -> Any:
+    """`if`: one permission rule (`Bash(git commit:*)`), judged by the permission rules' own
+    matcher; on events without a tool call the entry never runs (Claude Code), so it is
+    skipped (False). A malformed rule is an error naming the file."""
+    if value is None:
+        return None
+    from agi.claude.permissions import parse_rule
+    from agi.errors import UsageError
+
+    if not isinstance(value, str):
+        raise HookSettingsError(f'{problem}.if must be a permission rule such as "Bash(git *)"')
+    if event not in TOOL_EVENTS:
+        notes.append(f"{problem}: `if` applies to tool events only; the hook never runs")
+        return False
+    try:  # as a deny rule: any part of a compound Bash line may match
+        return parse_rule(value, "deny", f"{problem}.if", base)
+    except UsageError as e:
+        raise HookSettingsError(str(e)) from e
 
 
 def _matcher(spec: Any, event: str, at: str, bad: Any) -> Matcher:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 from agi.errors import HookStopped
@@ -40,13 +39,24 @@ class Lifecycle:
         env: dict[str, str] | None = None,
         permission_mode: str = "default",
     ):
+        from agi.claude.hook_runs import Rewakes, Running
+
         self.hooks, self.session, self.warn = hooks, session, warn
         self.stop_event, self.agent_type = stop_event, agent_type
         self.stop_active = False
-        self.permission_mode = permission_mode  # hooks see it as `permission_mode`
+        self.mode = permission_mode  # hooks see it as `permission_mode` (the guard's, if set)
+        self.guard: Any = None  # agi.claude.guard.Guard: its mode is the one hooks see
+        self.judge: Any = None  # answers "type": "prompt" hooks (agi.assemble.HookJudge)
+        self.rewakes = Rewakes()  # what asyncRewake hooks of this agent reported
+        self.running = Running()  # this agent's hook processes, ended by close()
         self.transcript: Any = None  # transcript.jsonl, written when a hook first runs
         # what SessionStart hooks export: shared with the tools' context, so later calls see it
         self.env: dict[str, str] = {} if env is None else env
+
+    def close(self) -> None:
+        """End the hook processes of this agent still running (a call cut short, asyncRewake
+        hooks not waited for); other agents' and other runs' hooks are left alone."""
+        self.running.end()
 
     def fire(self, event: str, **fields: Any) -> Any:
         """Run one event's hooks; trace them, show their messages, honour `continue: false`."""
@@ -58,7 +68,14 @@ class Lifecycle:
         payload.update(fields)
         if self.session.secrets:  # API keys never reach a hook, even inside a tool's output
             payload = json.loads(self.session.redact(json.dumps(payload)))
-        outcome = self.hooks.run(event, payload, env=self.env or None)
+        outcome = self.hooks.run(
+            event,
+            payload,
+            env=self.env or None,
+            judge=self.judge,
+            rewakes=self.rewakes,
+            running=self.running,
+        )
         for run in outcome.runs:
             self.session.trace(run)
         for message in outcome.messages:
@@ -66,6 +83,10 @@ class Lifecycle:
         if outcome.stop:
             raise HookStopped(outcome.stop_reason or f"a {event} hook stopped the run")
         return outcome
+
+    @property
+    def permission_mode(self) -> str:
+        return self.guard.mode if self.guard is not None else self.mode
 
     def transcript_path(self) -> str:
         """transcript.jsonl (Claude Code's format), brought up to date for the hook about to run."""
@@ -103,9 +124,10 @@ class Lifecycle:
 
     def before_tool(
         self, call: ToolCall, input: dict[str, Any]
-    ) -> tuple[dict[str, Any], str | None, list[str], bool]:
-        """(input to run with, a denial text or None, context for the model, whether a hook
-        allowed the call: then ask rules and dontAsk do not apply, deny rules still do)."""
+    ) -> tuple[dict[str, Any], str | None, list[str], bool | str]:
+        """(input to run with, a denial text or None, context for the model, what a hook said
+        of the call: True when one allowed it (then ask rules and the mode do not apply, deny
+        rules still do), the reason when one asks (the Guard puts the question), else False)."""
         if not self.hooks.has("PreToolUse"):
             return input, None, [], False
         outcome = self.fire(
@@ -114,21 +136,46 @@ class Lifecycle:
         if outcome.blocked or outcome.permission == "deny":
             denial = f"Blocked by a PreToolUse hook: {outcome.reason}".strip()
             return input, denial, outcome.context, False
-        if outcome.permission == "ask":
-            from agi.claude.hooks import resolve_ask
-
-            person = sys.stdin.isatty() and sys.stderr.isatty()
-            question = f"agi: allow {call.name}({json.dumps(input)[:200]})? {outcome.reason}"
-            if not resolve_ask(question.strip(), person):
-                who = "the user said no" if person else "nobody was at the terminal to allow it"
-                denial = f"Denied: a hook asked for permission and {who}."
-                return input, denial, outcome.context, False
         if outcome.updated_input is not None:
             self.session.trace(
                 {"type": "hook_input", "id": call.id, "input": outcome.updated_input}
             )
             input = outcome.updated_input
-        return input, None, outcome.context, outcome.permission in ("allow", "ask")
+        said: bool | str = outcome.permission == "allow"
+        if outcome.permission == "ask":
+            said = outcome.reason or "no reason given"
+        return input, None, outcome.context, said
+
+    def permission_request(self, request: Any) -> tuple[str | None, str]:
+        """PermissionRequest hooks, before a person is asked: ("allow" | "deny" | None, why)."""
+        if not self.hooks.has("PermissionRequest"):
+            return None, ""
+        rule = request.suggestion
+        tool, _, content = rule.partition("(")
+        suggestion: dict[str, Any] = {"toolName": tool}
+        if content:
+            suggestion["ruleContent"] = content[:-1]
+        outcome = self.fire(
+            "PermissionRequest",
+            tool_name=request.tool,
+            tool_input=request.input,
+            permission_suggestions=[
+                {
+                    "type": "addRules",
+                    "rules": [suggestion],
+                    "behavior": "allow",
+                    "destination": "session",
+                }
+            ],
+        )
+        if outcome.blocked or outcome.permission == "deny":
+            return "deny", outcome.reason
+        return outcome.permission if outcome.permission == "allow" else None, outcome.reason
+
+    def notification(self, message: str, kind: str) -> None:
+        """Notification hooks: agi is about to ask a person (`permission_prompt`)."""
+        if self.hooks.has("Notification"):
+            self.fire("Notification", message=message, title="agi", notification_type=kind)
 
     def after_tool(
         self,
@@ -158,9 +205,18 @@ class Lifecycle:
         return notes
 
     def stop(self, answer: str) -> str | None:
-        """A reason to go on instead of stopping (a blocking Stop hook), or None."""
-        if not self.hooks.has(self.stop_event):
-            return None
+        """A reason to go on instead of stopping (a blocking Stop hook, or an asyncRewake hook
+        that exited 2: the turn does not end while those run), or None."""
+        if self.hooks.has(self.stop_event):
+            go_on = self._stop_hooks(answer)
+            if go_on is not None:
+                return go_on
+        woken = self.rewakes.wait()
+        for summary, _ in woken:
+            self.warn(summary)
+        return "\n\n".join(message for _, message in woken) or None
+
+    def _stop_hooks(self, answer: str) -> str | None:
         fields: dict[str, Any] = {
             "stop_hook_active": self.stop_active,
             "last_assistant_message": answer,

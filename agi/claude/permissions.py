@@ -6,14 +6,13 @@ Bash specifiers are the exact command, `PREFIX:*` (a word-boundary prefix) or a 
 must
 be allowed, while a part matching a deny rule denies the whole. Read/Write/Edit specifiers are
 gitignore-style path patterns (pathspec): `//abs`, `~/home`, `/relative-to-the-settings-file`,
-`relative-to-cwd`. With no match a call runs, unless the mode is `dontAsk`.
+`relative-to-cwd`. A call no rule decides is left to the mode (agi.claude.guard).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from agi.errors import UsageError
 
 KINDS = ("deny", "ask", "allow")  # the order rules are judged in
-MODES = ("default", "dontAsk")
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")  # agi.claude.guard
 COMMAND_LINE = "command line"
 RULE = re.compile(r"^\s*([A-Za-z0-9_*.-]+)\s*(?:\((.*)\))?\s*$", re.S)
 PATH_TOOLS = {"Read": {"Read"}, "Edit": {"Edit", "Write"}, "Write": {"Edit", "Write"}}
@@ -127,8 +126,10 @@ def path_matches(rule: Rule, file_path: str, cwd: str) -> bool:
         root, pattern = cwd, spec[2:] if spec.startswith("./") else spec
     if "\0" in file_path:  # no file has such a name: nothing to match (the tool says why)
         return False
-    target = os.path.abspath(os.path.join(cwd, os.path.expanduser(file_path)))
-    forms = {target, os.path.realpath(target)}
+    joined = os.path.join(cwd, os.path.expanduser(file_path))
+    # the path as written, and the real path the call touches: links resolved first and `..`
+    # applied after them, as the kernel does (`/proc/self/cwd/..`, `link/..`)
+    forms = {os.path.abspath(joined), os.path.realpath(joined)}
     roots = {os.path.abspath(root), os.path.realpath(root)}  # a root reached through a link
     found = []
     for path in forms:
@@ -197,12 +198,12 @@ def decide(
     """Judge a call: deny, then ask, then allow; a Bash line part by part. A terminal's
     command and the lines typed into it are judged as Bash lines too."""
     if name == "Terminal":
-        typed = terminal_lines(input)
+        typed = terminal_lines(input, names)
         if typed is not None:
             as_bash = decide(permissions, "Bash", {"command": typed}, cwd)
             if as_bash.verdict in ("deny", "ask"):
                 return as_bash
-    call = Call(name, input, cwd, set(names or ()))
+    call = Call(name, input, cwd, set(names or ()) if name != "Terminal" else set())
     if name in NAMED_INPUT:
         given = input.get(NAMED_INPUT[name]) or ("general-purpose" if name == "Task" else "")
         if isinstance(given, str) and given:
@@ -219,10 +220,11 @@ def decide(
     return _decide_bash(rules, call)
 
 
-def terminal_lines(input: dict[str, Any]) -> str | None:
+def terminal_lines(input: dict[str, Any], names: set[str] | None = None) -> str | None:
     """What a Terminal call would run in a shell: its `start` command, or the lines its `send`
-    keys type (`<Enter>` ends a line); None when it types nothing."""
-    import re
+    completes (given by the tool, which knows what was typed before; else the keys alone);
+    None when it completes no line."""
+    from agi.tools.line_edit import MARK, LineEditor
 
     if input.get("action") == "start":
         command = input.get("command")
@@ -230,8 +232,8 @@ def terminal_lines(input: dict[str, Any]) -> str | None:
     keys = input.get("keys")
     if input.get("action") != "send" or not isinstance(keys, str):
         return None
-    text = re.sub(r"<(?:Enter|CR|Return|C-m|C-j)>", "\n", keys, flags=re.I)
-    text = re.sub(r"<[^<>\s]+>", "", text)  # other named keys type no command text
+    given = [n[len(MARK) :] for n in names or () if n.startswith(MARK)]
+    text = given[0] if given else "\n".join(LineEditor().feed(keys))
     return text if text.strip() else None
 
 
@@ -258,6 +260,8 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
     allows = [r for r in rules if r.kind == "allow"]
     first: Rule | None = None
     for part in parts or [whole]:
+        if part.transparent:  # `time CMD`: CMD is judged on its own
+            continue
         found = next((r for r in allows if rule_matches(r, replace(call, part=part), True)), None)
         if found is None:
             return Decision("none")
@@ -265,80 +269,4 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
     return Decision("allow", first)
 
 
-# --- the check at the toolbox ------------------------------------------------------------------
-
-
-def _person() -> bool:
-    import sys
-
-    return bool(sys.stdin and sys.stdin.isatty() and sys.stderr and sys.stderr.isatty())
-
-
-class Guard:
-    """Checks each tool call against the rules: a denial text, or None to run the call.
-
-    `approved`: a PreToolUse hook allowed the call; deny rules still hold, ask and dontAsk not.
-    Every decision goes to `trace` with the rule and the file that made it."""
-
-    def __init__(
-        self,
-        permissions: Permissions,
-        trace: Callable[[dict[str, Any]], None] | None = None,
-        person: Callable[[], bool] = _person,
-    ):
-        self.permissions, self.trace, self.person = permissions, trace, person
-        self.extra: list[Rule] = []  # a command's allowed-tools, while it runs
-
-    @property
-    def mode(self) -> str:
-        return self.permissions.mode
-
-    def check(
-        self,
-        call_id: str,
-        name: str,
-        input: dict[str, Any],
-        cwd: str,
-        names: set[str] | None = None,
-        approved: bool = False,
-    ) -> str | None:
-        permissions = self.permissions.with_rules(self.extra) if self.extra else self.permissions
-        decision = decide(permissions, name, input, cwd, names)
-        denial = self._verdict(decision, name, input, approved)
-        if self.trace is not None and (decision.rule is not None or denial is not None):
-            record: dict[str, Any] = {"type": "permission", "id": call_id, "tool": name}
-            record.update(decision=decision.verdict, mode=self.mode, denied=denial is not None)
-            if decision.rule is not None:
-                record.update(rule=decision.rule.text, source=decision.rule.source)
-            if approved:
-                record["hook"] = "allow"
-            self.trace(record)
-        return denial
-
-    def _verdict(
-        self, decision: Decision, name: str, input: dict[str, Any], approved: bool
-    ) -> str | None:
-        rule = decision.rule
-        if decision.verdict == "deny" and rule is not None:
-            return f"Error: denied by permission rule {rule.where}"
-        if approved or decision.verdict == "allow":
-            return None
-        if decision.verdict == "ask" and rule is not None:
-            return self._ask(rule, name, input)
-        if self.mode == "dontAsk":
-            return "Error: denied: no permission rule allows this call (permission mode dontAsk)"
-        return None
-
-    def _ask(self, rule: Rule, name: str, input: dict[str, Any]) -> str | None:
-        if not self.person():
-            return (
-                f"Error: denied: rule {rule.where} asks for approval and no one is at the terminal"
-            )
-        import json
-
-        from agi.claude.hooks import resolve_ask
-
-        shown = input.get("command") if name == "Bash" else json.dumps(input)
-        if resolve_ask(f"agi: allow {name}({str(shown)[:200]})? rule {rule.where} asks", True):
-            return None
-        return f"Error: denied: rule {rule.where} asks for approval and the user said no"
+# The check at the toolbox (modes, asking a person) is agi.claude.guard.

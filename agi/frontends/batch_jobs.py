@@ -14,8 +14,8 @@ from typing import Any
 from agi.errors import UsageError
 
 # A job's own fields, each with its check; every other option comes from the command line.
-FIELDS = ("id", "prompt", "schema", "exit_code", "model", "sys", "session", "max_steps")
-FIELDS += ("max_cost", "timeout")
+FIELDS: tuple[str, ...] = ("id", "prompt", "schema", "exit_code", "model", "sys", "session")
+FIELDS += ("max_steps", "max_cost", "timeout")
 
 
 @dataclass

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
 
 from agi import __version__
 from agi.errors import AgiError, Interrupted, UsageError
+from agi.frontends.rewind import add_rewind_options, rewind_command, rewinding
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: --version and --help import neither typing
 if TYPE_CHECKING:  # nor pathlib nor the engine
     from typing import Any
 
+    from agi.options import Layer
     from agi.run import Run
     from agi.settings import Settings
 
@@ -28,6 +29,21 @@ Exit codes: 0 done, 1 judged failed, 2 usage/configuration, 3 provider failed,
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse would print usage and exit 2 itself
         raise UsageError(f"{message} (see agi --help)")
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Shows `--exit-code[=CRITERIA]`, the one form that takes criteria (a bare --exit-code
+    takes none: the next word is the prompt's)."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if action.dest == "exit_code":
+            return "--exit-code[=CRITERIA]"
+        return super()._format_action_invocation(action)
+
+    def _format_usage(self, *args: Any) -> str:
+        return super()._format_usage(*args).replace(
+            "[--exit-code CRITERIA]", "[--exit-code[=CRITERIA]]"
+        )
 
 
 def positive(kind: type) -> Any:
@@ -56,17 +72,21 @@ def build_parser() -> Parser:
         description=DESCRIPTION,
         epilog=EPILOG,
         allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=Formatter,
     )
     p.add_argument("prompt", nargs="*", help="the task; words are joined with spaces")
     p.add_argument("-m", "--model", help="PROVIDER:MODEL or a bare model name (env AGI_MODEL)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint ending in /v1 (env AGI_BASE_URL)")
     add_session_options(p)
+    add_rewind_options(p)  # --rewind, --no-checkpoints (section 18)
     add_run_options(p)
     add_tool_options(p)
     add_claude_options(p)
     add_sandbox_options(p)
     add_output_options(p)
+    from agi.frontends.batch_flags import add_options
+
+    add_options(p)  # --batch, --jobs, --batch-out, --shard
     return p
 
 
@@ -84,6 +104,10 @@ def add_session_options(p: Parser) -> None:
         "--fork", metavar="SESSION", help="continue a copy of SESSION (the original is kept)"
     )
     p.add_argument("-i", "--repl", action="store_true", help="interactive loop over one session")
+    p.add_argument(
+        "--acp", action="store_true", help="serve editors: an Agent Client Protocol agent on stdio"
+    )
+    p.add_argument("--mcp-serve", action="store_true", help="serve other agents: MCP on stdio")
     p.add_argument(
         "--list-sessions", action="store_true", help="list the sessions used, newest first"
     )
@@ -115,7 +139,7 @@ def add_run_options(p: Parser) -> None:
     p.add_argument(
         "--exit-code",
         metavar="CRITERIA",
-        help="judge success: exit 0 or 1 (--exit-code=CRITERIA; the value needs '=')",
+        help="judge success: exit 0 or 1; criteria only with '=' (--exit-code='it compiles')",
     )
     p.add_argument(
         "--react", action="store_true", default=None, help="text ReAct protocol, no native tools"
@@ -192,8 +216,8 @@ def add_claude_options(p: Parser) -> None:
         )
     p.add_argument(
         "--permission-mode",
-        choices=["default", "dontAsk"],
-        help="dontAsk: deny every call no rule allows (default: run it)",
+        choices=["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"],
+        help="for calls no rule decides (README: Permission modes); default: run them",
     )
     p.add_argument(
         "--list-extensions",
@@ -309,8 +333,20 @@ def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
     run: Run | None = None
     try:
         args = build_parser().parse_args(rewrite(sys.argv[1:] if argv is None else argv))
-        if args.list_sessions or args.show:
+        if args.list_sessions or args.show or rewinding(args):
             return inspect(args)
+        if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
+            from agi.frontends.acp import serve
+
+            return serve(args, flags_layer(args))
+        if args.mcp_serve:  # other agents call agi as an MCP tool until stdin closes
+            from agi.frontends.mcp_serve import main as serve_mcp
+
+            return serve_mcp(args)
+        if args.batch is not None or args.jobs or args.batch_out or args.shard:
+            from agi.frontends.batch import batch  # many prompts, one process (section 19)
+
+            return batch(args, flags_layer(args))
         if args.cont and (args.session or args.fork):
             raise UsageError("--continue cannot be used with --session or --fork")
         if args.compact and (args.repl or args.fork or not (args.session or args.cont)):
@@ -322,10 +358,9 @@ def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
 
         from agi.run import Run  # after parsing: --version and --help stay light
 
-        loaded = settings_for(args, prompt)
-        if loaded is None:
+        settings = settings_for(args)
+        if settings is None:
             return 0
-        prompt, settings = loaded
         if settings.timeout and not args.repl:
             arm_alarm(started, settings.timeout)
         run = Run(settings, started, interactive=args.repl)
@@ -341,13 +376,11 @@ def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
             from agi.frontends.repl import repl
 
             return repl(run, path, args.cont)
+        from agi.frontends import oneshot
+
         if args.compact:
-            return run.compact(" ".join(args.prompt).strip(), path, args.cont)
-        code = run.one_shot(prompt, path, args.cont)
-        if code and run.verdict is not None:
-            sys.stderr.write(f"agi: judged failed: {run.verdict['reason']}\n")
-        sys.stdout.flush()  # a full or closed stdout fails here, not at exit
-        return code
+            return oneshot.compact(run, " ".join(args.prompt).strip(), path, args.cont)
+        return oneshot.one_shot(run, prompt, path, args.cont)
     except KeyboardInterrupt:
         return fail(Interrupted(signal.SIGINT), run)
     except AgiError as e:
@@ -362,29 +395,50 @@ def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def settings_for(args: argparse.Namespace, prompt: str) -> tuple[str, Settings] | None:
-    """The run's settings, and the prompt a `/command` stands for (with the command's rules
-    and model in the settings); None once --list-extensions has printed its listing."""
+# how the command line spells an option in errors, where `--` and the name do not
+SPELLED = {"plugins": "--plugin-dir", "compact": "--no-compact", "checkpoints": "--no-checkpoints"}
+FLAGS = (
+    "model", "base_url", "sys", "schema", "exit_code", "max_steps", "timeout", "max_cost",
+    "tool", "tools_dir", "skills", "hooks", "agents", "mcp", "plugins", "settings", "allow",
+    "ask", "deny", "permission_mode", "sandbox", "allow_write", "output",
+)  # fmt: skip
+SWITCHES = ("react", "no_network", "verbose", "quiet")  # on, or nothing said
+
+
+def flags_layer(args: argparse.Namespace) -> Layer:
+    """The command line's layer of options: only what the flags say."""
+    from agi.options import NAMES, ToolChoice, overlay
+
+    given: dict[str, Any] = {name: getattr(args, name, None) for name in FLAGS}
+    given.update({name: True if getattr(args, name, None) else None for name in SWITCHES})
+    given["tools"] = ToolChoice.of(args.tools, args.no_bash, args.no_tools)
+    given["compact"] = "off" if args.no_compact else None
+    given["checkpoints"] = False if getattr(args, "no_checkpoints", None) else None
+    spelled = {name: SPELLED.get(name, "--" + name.replace("_", "-")) for name in NAMES}
+    return overlay("command line", spelled, **given)
+
+
+def settings_for(args: argparse.Namespace) -> Settings | None:
+    """The run's settings from the command line's layer; None once --list-extensions has
+    printed its listing. Nothing is run: a `/command` prompt is expanded inside the run."""
+    from agi.options import Options
     from agi.settings import Settings
 
-    flags = vars(args)
-    if args.list_extensions and not args.model:  # a listing needs no model configured
-        flags = {**flags, "model": os.environ.get("AGI_MODEL") or "openai:none"}
-    settings = Settings.load(flags)
-    if args.list_extensions:
+    listing = args.list_extensions  # a listing needs no model configured
+    defaults = Options(model="openai:none") if listing else None
+    settings = Settings.load(flags_layer(args), defaults=defaults)
+    if listing:
         from agi.claude.extensions import inventory
 
         sys.stdout.write(inventory(settings))
         return None
-    if prompt.startswith("/"):
-        from agi.claude.extensions import command_prompt
-
-        prompt, settings = command_prompt(prompt, settings)
-    return prompt, settings
+    return settings
 
 
 def inspect(args: argparse.Namespace) -> int:
-    """--list-sessions and --show: read-only views of the sessions."""
+    """--list-sessions and --show: read-only views of the sessions; --rewind (section 18)."""
+    if rewinding(args):
+        return rewind_command(args)
     from pathlib import Path
 
     from agi.config import agi_home
@@ -404,7 +458,9 @@ def fail(error: AgiError, run: Run | None, result: bool = True) -> int:
     if run is not None:
         try:
             if result:
-                run.after_failure(error)
+                from agi.frontends.oneshot import write_failure
+
+                write_failure(run, error)
         except (AgiError, KeyboardInterrupt, OSError):
             pass
         from agi.errors import CostLimit

@@ -40,21 +40,23 @@ def event_line(event: Any) -> str:
     return json.dumps(event_dict(event), ensure_ascii=False) + "\n"
 
 
-def result_line(run: Any, answer: Any, exit_code: int, error: str | None) -> str:
-    """The final object; `usage` is the whole run's (subagents and ghost exchanges included)."""
-    agent, meter = run.agent, getattr(run, "meter", None)
-    usage = meter.total if meter is not None else agent.usage if agent is not None else None
-    result: dict[str, Any] = {
+def result_line(
+    run: Any, answer: Any, exit_code: int, error: str | None, result: Any = None
+) -> str:
+    """The final object; `usage` is the whole run's (subagents and ghost exchanges included),
+    `steps` counts the agent loop's model calls."""
+    agent, usage = run.agent, run.meter.total
+    body: dict[str, Any] = {
         "answer": answer,
         "session": str(run.session.path) if run.session is not None else None,
         "exit_code": exit_code,
         "steps": agent.steps if agent is not None else 0,
-        "usage": usage.to_dict() if usage is not None else None,
+        "usage": usage.to_dict(),
     }
-    if getattr(run, "verdict", None) is not None:
-        result["judgement"] = run.verdict
+    if run.verdict is not None:
+        body["judgement"] = run.verdict
     if error:
-        result["error"] = error
-    if run.output == "jsonl":
-        result = {"type": "result", **result}
-    return json.dumps(result, ensure_ascii=False) + "\n"
+        body["error"] = error
+    if run.settings.output == "jsonl":
+        body = {"type": "result", **body}
+    return json.dumps(body, ensure_ascii=False) + "\n"

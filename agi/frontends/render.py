@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -21,11 +22,22 @@ from agi.messages import (
 
 SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 DIM, RED, CYAN, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[0m"
+# control characters but newline and tab: ESC (OSC 52 clipboard writes, titles, screen clears),
+# BEL, CR, backspace, DEL and the C1 controls (0x9b is a CSI of its own)
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """Text from a model, a tool or a file, safe to print to a terminal: control characters
+    shown escaped (`\\x1b`), so that nothing but agi's own colours drives the terminal."""
+    if not CONTROLS.search(text):
+        return text
+    return CONTROLS.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def short(value: Any, width: int = 100) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = escape_controls(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -47,7 +59,7 @@ class Silent:
         pass
 
     def warn(self, text: str) -> None:
-        self.out.write(f"agi: {text}\n")
+        self.out.write(f"agi: {escape_controls(text)}\n")
         self.out.flush()
 
     def close(self) -> None:
@@ -115,7 +127,7 @@ class Terminal(Silent):
                 if not self.in_reasoning:
                     self.out.write(("\r\033[K" if self.color else "") + self.paint("✻ ", DIM))
                     self.in_reasoning = True
-                self.out.write(self.paint(event.text, DIM))
+                self.out.write(self.paint(escape_controls(event.text), DIM))
                 self.out.flush()
         elif isinstance(event, TextDelta):
             self.chars += len(event.text)
@@ -125,11 +137,12 @@ class Terminal(Silent):
                     self.in_reasoning = False
             self.status = f"writing ({self.chars} chars)"
         elif isinstance(event, AssistantText):
-            self.write(event.text)
+            self.write(escape_controls(event.text))
         elif isinstance(event, ToolStart):
             self.status = ""
             self.tool_starts[event.call.id] = time.monotonic()
-            self.write(self.paint("⏺ ", CYAN) + f"{event.call.name}({describe_input(event.input)})")
+            name = escape_controls(str(event.call.name))
+            self.write(self.paint("⏺ ", CYAN) + f"{name}({describe_input(event.input)})")
             self.status, self.since = f"running {event.call.name}", time.monotonic()
         elif isinstance(event, ToolEnd):
             rows = event.result.splitlines() or [""]
@@ -140,7 +153,7 @@ class Terminal(Silent):
             self.warn(event.text)
 
     def warn(self, text: str) -> None:
-        self.write(self.paint(f"agi: {text}", RED))
+        self.write(self.paint(f"agi: {escape_controls(text)}", RED))
 
     def close(self) -> None:
         self._stop.set()
@@ -160,7 +173,7 @@ class Terminal(Silent):
 
     def judgement(self, success: bool, reason: str) -> None:
         mark = self.paint("✓ success", CYAN) if success else self.paint("✗ failure", RED)
-        self.write(f"{mark}: {reason}")
+        self.write(f"{mark}: {escape_controls(reason)}")
 
     def finish(self, session: str, usage: Usage, seconds: float, steps: int) -> None:
         from agi.providers.cost import describe

@@ -59,8 +59,6 @@ def enable_history(home: Path) -> None:
 
 
 def command(run: Any, line: str) -> None:
-    from agi.settings import system_prompt
-
     name, _, rest = line.partition(" ")
     if name == "/session":
         print(run.session.path, file=sys.stderr)
@@ -68,10 +66,9 @@ def command(run: Any, line: str) -> None:
         files = rest.split()
         if not files:
             raise UsageError("/sys needs one or more files")
-        from agi.assemble import system_text
+        from agi.run import with_system
 
-        tools = list(run.agent.toolbox.tools.values())
-        run.agent.system_prompt = system_text(run.settings, system_prompt(files), tools)
+        run.settings = with_system(run.settings, files)  # the next turn is assembled with it
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
     elif name == "/compact":
         run.start_turn_clock()  # --timeout limits each turn, and a compaction is one
@@ -87,37 +84,45 @@ def command(run: Any, line: str) -> None:
         raise UsageError(f"unknown command {name} (try /help)")
 
 
-def command_turn(run: Any, line: str) -> str:
-    """A `/NAME args` line: its prompt, with its allow rules and model for this turn only."""
-    from agi.claude.extensions import BUILTINS, command_prompt
+class Streamed:
+    """The REPL's view: the answer streams to stdout as it comes; the rest to the view."""
 
-    prompt, settings = command_prompt(line, run.settings, BUILTINS)
-    for warning in settings.warnings[len(run.settings.warnings) :]:
-        run.view.warn(warning)
-    agent = run.agent
-    guard = agent.toolbox.guard
-    if settings.permissions is not None and settings.permissions is not run.settings.permissions:
-        from agi.claude.permissions import Guard, Permissions
+    def __init__(self, inner: Any):
+        self.inner = inner
 
-        own = run.settings.permissions or Permissions()
-        if guard is None:
-            guard = agent.toolbox.guard = Guard(own, agent.session.trace)
-        guard.extra = settings.permissions.rules[len(own.rules) :]
-    if settings.model.provider == run.settings.model.provider:
-        agent.wire.config = settings.model
-    return prompt
+    def handle(self, event: Any) -> None:
+        from agi.messages import AssistantText, TextDelta
+
+        if isinstance(event, TextDelta):
+            from agi.frontends.render import escape_controls
+
+            sys.stdout.write(escape_controls(event.text))  # the REPL's stdout is a terminal
+            sys.stdout.flush()
+        elif isinstance(event, AssistantText):
+            sys.stdout.write("\n")
+        else:
+            self.inner.handle(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
-def end_command_turn(run: Any) -> None:
-    """Back to the run's own rules and model after a command's turn."""
-    agent = run.agent
-    if agent.toolbox.guard is not None:
-        agent.toolbox.guard.extra = []
-    agent.wire.config = run.settings.model
+def one_turn(run: Any, line: str, context: str) -> None:
+    """A prompt, or a `/NAME args` line: the turn is assembled from its own settings (a
+    command's allow rules and model hold for that turn only)."""
+    from agi.claude.extensions import BUILTINS
+
+    run.start_turn_clock()
+    prompt, settings = run.expand(line, BUILTINS)
+    with run.locked():
+        run.turn(f"{prompt}\n\n{context}" if context else prompt, settings)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
 
 
 def repl(run: Any, path: Path | None, cont: bool) -> int:
     """Loop until Ctrl-D; a failed or cancelled turn returns to the prompt."""
+    run.view = Streamed(run.view)
     context = run.start(path, cont)
     interactive = sys.stdin.isatty()
     if interactive:
@@ -142,16 +147,8 @@ def repl(run: Any, path: Path | None, cont: bool) -> int:
             if line.split(None, 1)[0] in ("/session", "/sys", "/compact", "/help"):
                 command(run, line.strip())
                 continue
-            if line.startswith("/"):
-                line = command_turn(run, line.strip())
-            run.start_turn_clock()
-            try:
-                run.turn(f"{line}\n\n{context}" if context else line)
-            finally:
-                end_command_turn(run)
+            one_turn(run, line.strip() if line.startswith("/") else line, context)
             context = ""
-            sys.stdout.write("\n")
-            sys.stdout.flush()
         except KeyboardInterrupt:
             run.cancel_tools()
             print("\n(cancelled)", file=sys.stderr)

@@ -9,6 +9,7 @@ from typing import Any
 
 from agi.decoding import one_line
 from agi.errors import UsageError
+from agi.frontends.render import escape_controls
 from agi.sessions.session import Session, iter_sessions, read_meta, session_size
 from agi.tools.sandbox import Policy
 
@@ -44,11 +45,16 @@ def list_sessions(home: Path) -> str:
         prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
         fields = [str(path), *(str(meta.get(k, "?")) for k in ("updated", "model", "messages"))]
         path_, updated, model, count = map(one_line, fields)
+        rewinds = meta.get("rewinds")  # section 18
+        if isinstance(rewinds, int) and rewinds > 0:
+            count += f" messages, {rewinds} rewind{'s' if rewinds > 1 else ''}"
+        else:
+            count += " messages"
         rows.append(
-            f"{path_}\t{updated}\t{model}\t{count} messages\t{human_size(session_size(path))}\t"
+            f"{path_}\t{updated}\t{model}\t{count}\t{human_size(session_size(path))}\t"
             f"{usage_summary(meta.get('usage'))}\t{one_line(prompt)}"
         )
-    return "\n".join(rows)
+    return escape_controls("\n".join(rows))
 
 
 def usage_summary(recorded: Any, detail: bool = False) -> str:
@@ -106,6 +112,8 @@ def show(path: Path) -> str:
         if isinstance(m.get("compaction"), dict):
             out += _compaction(m)
             copies = int(m["compaction"].get("kept") or 0)
+        elif isinstance(m.get("rewind"), dict):  # section 18: the view went back
+            out += ["", f"── rewound to before turn {m['rewind'].get('turn', '?')} ──"]
         elif role == "user":
             out += ["", "▶ user", _indent(str(m.get("content", "")))]
         elif role == "assistant":
@@ -119,7 +127,7 @@ def show(path: Path) -> str:
             out.append(_indent(f"⎿{timing} " + str(m.get("content", ""))))
     for warning in session.warnings:
         out.append(f"(warning: {warning})")
-    return "\n".join(out)
+    return escape_controls("\n".join(out))
 
 
 def _assistant(m: dict[str, Any], took: Any, used: Any) -> list[str]:

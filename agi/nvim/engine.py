@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agi import __version__
 from agi.config import agi_home
@@ -15,6 +15,9 @@ from agi.messages import Reply, drain
 from agi.nvim.edit import fence_for, result_lines
 from agi.prompts import HERE as PROMPTS
 from agi.sessions.session import Session, new_session_id
+
+if TYPE_CHECKING:
+    from agi.options import Layer
 
 
 class Job(Protocol):
@@ -30,22 +33,21 @@ class Job(Protocol):
     def notice(self, text: str) -> None: ...
 
 
-def flags(options: dict[str, Any]) -> dict[str, Any]:
-    """setup() options as the command line's flags: they win over the config file and env."""
-    out: dict[str, Any] = {}
-    for key in ("model", "base_url"):
-        if options.get(key):
-            out[key] = options[key]
-    if options.get("sys"):
-        out["sys"] = list(options["sys"])
-    if options.get("react"):
-        out["react"] = True
+def nvim_layer(options: dict[str, Any]) -> Layer:
+    """setup() options as Neovim's layer: they win over the config file and the environment.
+    `tools = false` (the plugin's default) offers none, whatever the config file's `tools`."""
+    from agi.options import ToolChoice, overlay
+
     tools = options.get("tools")
-    if tools is False or tools is None:
-        out["no_tools"] = True
-    elif isinstance(tools, list):
-        out["tools"] = tools
-    return out
+    return overlay(
+        "Neovim setup()",
+        model=options.get("model") or None,
+        base_url=options.get("base_url") or None,
+        sys=list(options["sys"]) if options.get("sys") else None,
+        react=True if options.get("react") else None,
+        tools=ToolChoice(allow=tuple(tools)) if isinstance(tools, list) else
+        ToolChoice(none=True) if tools is False or tools is None else None,
+    )  # fmt: skip
 
 
 def render_prompt(request: dict[str, Any]) -> str:
@@ -139,7 +141,7 @@ def _run(job: Job, session: Session) -> list[str]:
     from agi.settings import Settings
 
     request = job.request
-    settings = Settings.load(flags(request.get("options") or {}))
+    settings = Settings.load(nvim_layer(request.get("options") or {}))
     if settings.model.api_key:
         session.secrets = [s for s in [settings.model.api_key] if len(s) >= 4]
     for warning in settings.warnings:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agi.providers.chat import ChatAssembler
+from agi.providers.endpoint import root
 from agi.providers.stream import StreamAssembler
 from agi.providers.transport import Transport
 
@@ -47,7 +49,7 @@ def choose(fim: str, model: ModelConfig) -> str:
 def endpoint(kind: str, model: ModelConfig) -> str:
     base = model.base_url.rstrip("/")
     if kind == "infill":  # a llama.cpp server route, beside its /v1
-        return (base[:-3] if base.endswith("/v1") else base) + "/infill"
+        return root(base) + "/infill"
     if kind == "mistral":
         return base + "/fim/completions"
     if urlsplit(base).hostname == "api.deepseek.com":  # FIM is on DeepSeek's beta endpoint only
@@ -92,9 +94,9 @@ class FimTransport(Transport):
         return {"body": body}  # no conversation to abbreviate
 
 
-class FimAssembler(StreamAssembler):
+class FimAssembler(ChatAssembler):
     """Reads completion chunks (`choices[].text`) and llama.cpp's (`content`, `stop`) as the chat
-    chunks StreamAssembler knows; Mistral's FIM chunks already are."""
+    chunks ChatAssembler knows; Mistral's FIM chunks already are."""
 
     def __init__(self, kind: str):
         super().__init__()
@@ -194,14 +196,6 @@ def tidy(text: str, suffix: str, max_lines: int) -> tuple[str, bool]:
 # --- requests -------------------------------------------------------------------------------
 
 
-class _Untraced:
-    """Suggestions keep no session: nothing is traced per keystroke."""
-
-    @staticmethod
-    def trace(record: dict[str, Any]) -> None:
-        pass
-
-
 class Completer:
     """Settings (reloaded when the config file or the options change) and idle transports (a
     finished request leaves its connection open for the next one), shared by all requests."""
@@ -214,20 +208,18 @@ class Completer:
     def settings(self, options: dict[str, Any]) -> tuple[str, Settings]:
         """The settings for the request's options, and the key they are kept under."""
         from agi.config import config_path
+        from agi.options import ToolChoice, overlay
         from agi.settings import Settings
 
-        flags: dict[str, Any] = {"no_tools": True}
-        for name in ("model", "base_url"):
-            if options.get(name):
-                flags[name] = options[name]
+        given = {k: options[k] for k in ("model", "base_url") if options.get(k)}
         path = config_path()
         stamp = (path.stat().st_mtime_ns if path.exists() else 0, _env())
-        key = repr(sorted(flags.items()))
+        key = repr(sorted(given.items()))
         with self.lock:
             found = self.loaded.get(key)
         if found is not None and found[0] == stamp:
             return key, found[1]
-        settings = Settings.load(flags)
+        settings = Settings.load(overlay("Neovim setup()", tools=ToolChoice(none=True), **given))
         with self.lock:
             self.loaded[key] = (stamp, settings)
             stale = [t for k, idle in self.idle.items() if k[0] == key for t in idle]
@@ -243,9 +235,10 @@ class Completer:
                 return idle.pop()
         if kind != "chat":
             return FimTransport(settings.model, kind)
-        from agi.assemble import Context, make_transport
+        from agi.providers.protocols import transport_for
 
-        return make_transport(settings, _Untraced(), Context())  # type: ignore[arg-type]
+        # suggestions keep no session: nothing is traced per keystroke
+        return transport_for(settings.model, home=settings.home, windows=settings.window.windows)
 
     def give(self, key: str, kind: str, transport: Transport) -> None:
         with self.lock:

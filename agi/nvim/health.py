@@ -22,9 +22,10 @@ def engine_problem() -> str | None:
 
 def report(options: dict[str, Any]) -> dict[str, Any]:
     """The engine's state and the model agi would use with these setup() options."""
-    from agi.config import agi_home, config_path, load_file, resolve_model
+    from agi.config import agi_home, config_path, load_file
     from agi.errors import AgiError
-    from agi.nvim.engine import flags
+    from agi.nvim.engine import nvim_layer
+    from agi.settings import model_for
 
     out: dict[str, Any] = {"home": str(agi_home())}
     problem = engine_problem()
@@ -35,7 +36,7 @@ def report(options: dict[str, Any]) -> dict[str, Any]:
     out["config_exists"] = path.exists()
     try:
         file = load_file(path)
-        model = resolve_model(flags(options), file, path)
+        model = model_for(nvim_layer(options))
     except AgiError as e:
         out["model_error"] = str(e)
     else:

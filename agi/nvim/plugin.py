@@ -249,9 +249,10 @@ def model_names() -> dict[str, Any]:
     provider, and every provider as `provider:`; with the model a request would use now."""
     import os
 
-    from agi.config import PROVIDERS, config_path, load_file, resolve_model, split_model
+    from agi.config import PROVIDERS, config_path, load_file, split_model
     from agi.errors import AgiError
     from agi.providers.cost import BUILTIN
+    from agi.settings import model_for
 
     path = config_path()
     try:
@@ -272,7 +273,7 @@ def model_names() -> dict[str, Any]:
         if vendor:
             names.add(f"{vendor}:{model}")
     try:
-        configured: str | None = resolve_model({}, file, path).label
+        configured: str | None = model_for().label
     except AgiError:
         configured = None
     providers = sorted(set(PROVIDERS) | set(custom))

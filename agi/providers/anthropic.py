@@ -1,28 +1,26 @@
-"""Anthropic's Messages API, the second wire protocol beside chat completions.
-
-Sessions stay in OpenAI format; this module converts them to content blocks on the way out
-(system, tool_use/tool_result, merged turns, cache breakpoints, thinking blocks sent back) and
-`agi.providers.stream` decodes the events on the way in. HTTP, retries, deadlines, the idle limit,
-cancel
-and the trace are `Transport`'s.
+"""Anthropic's Messages API, the second wire protocol beside chat completions: the endpoint, the
+request body (built from the content blocks `agi.providers.anthropic_convert` makes of an
+OpenAI-format conversation; cache breakpoints, max_tokens, thinking), the stream decoder and the
+error map. HTTP, retries, deadlines, the idle limit, cancel and the trace are `Transport`'s.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Generator
 from typing import Any
 
-from agi import __version__
 from agi.errors import ProviderError
-from agi.messages import THINKING_BLOCKS, Reply
-from agi.providers.stream import anthropic_error
+from agi.messages import ReasoningDelta, Reply, TextDelta
+from agi.providers.anthropic_convert import THINKING, Memo, to_messages, to_tool, to_tool_choice
+from agi.providers.endpoint import headers, root
+from agi.providers.errors import RETRYABLE_STATUS, error_message, error_status, provider_error
+from agi.providers.stream import CallBuilder, StreamAssembler
 from agi.providers.transport import Event, Transport
+from agi.providers.usage import messages_usage
 
 API_VERSION = "2023-06-01"
 CACHE = {"type": "ephemeral"}
-THINKING = ("thinking", "redacted_thinking")
 ANSWER = "answer"  # the tool --schema forces, so the JSON comes as the tool's input
 
 # a subagent file's `model: sonnet|opus|haiku` under a parent that speaks Anthropic
@@ -41,23 +39,10 @@ OTHER_MAX_TOKENS = 8192  # a non-Claude model behind a Messages-compatible endpo
 
 # chat-completions parameters with no Messages API meaning (or one converted below)
 OPENAI_ONLY = {
-    "stream_options",
-    "response_format",
-    "n",
-    "logprobs",
-    "top_logprobs",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "logit_bias",
-    "parallel_tool_calls",
-    "max_completion_tokens",
-    "max_tokens",
-    "reasoning_effort",
-    "user",
-    "stop",
-    "tool_choice",
-}
+    "stream_options", "response_format", "n", "logprobs", "top_logprobs", "seed",
+    "frequency_penalty", "presence_penalty", "logit_bias", "parallel_tool_calls",
+    "max_completion_tokens", "max_tokens", "reasoning_effort", "user", "stop", "tool_choice",
+}  # fmt: skip
 
 
 def claude_model(alias: str | None) -> str | None:
@@ -73,166 +58,7 @@ def default_max_tokens(model: str) -> int:
 def messages_url(base_url: str) -> str:
     """`{base}/v1/messages`; a base that already ends in /v1 (or names the endpoint) is kept."""
     base = base_url.rstrip("/")
-    if base.endswith("/v1/messages"):
-        return base
-    if base.endswith("/v1"):
-        base = base[: -len("/v1")]
-    return base + "/v1/messages"
-
-
-# ---- OpenAI-format conversation -> Messages API request ----
-
-
-def text_blocks(content: Any) -> list[dict[str, Any]]:
-    """Content as blocks: text (never empty: the API rejects blank text) and images."""
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content.strip() else []
-    blocks: list[dict[str, Any]] = []
-    for part in content if isinstance(content, list) else []:
-        if not isinstance(part, dict):
-            continue
-        kind = part.get("type")
-        if kind in ("text", "input_text") and str(part.get("text") or "").strip():
-            blocks.append({"type": "text", "text": str(part["text"])})
-        elif kind == "image_url":
-            url = part.get("image_url")
-            url = url.get("url") if isinstance(url, dict) else url
-            if isinstance(url, str) and url:
-                blocks.append({"type": "image", "source": image_source(url)})
-        elif kind == "image":  # already a Messages API block
-            blocks.append(dict(part))
-    return blocks
-
-
-def image_source(url: str) -> dict[str, Any]:
-    match = re.match(r"data:([^;,]+);base64,(.*)", url, re.S)
-    if match:
-        return {"type": "base64", "media_type": match.group(1), "data": match.group(2)}
-    return {"type": "url", "url": url}
-
-
-def tool_id(value: Any) -> str:
-    """An id the API accepts (`[a-zA-Z0-9_-]+`): other providers' ids may hold `.` or `:`.
-    tool_use and tool_result go through the same function, so they still match."""
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", str(value or "")) or "toolu_unnamed"
-
-
-def tool_input(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    try:
-        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def assistant_blocks(msg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Thinking first (on tool-use turns, unchanged, as the API requires), text, tool calls."""
-    calls = [c for c in msg.get("tool_calls") or [] if isinstance(c, dict)]
-    blocks: list[dict[str, Any]] = []
-    if calls:
-        kept = msg.get(THINKING_BLOCKS) or []
-        blocks += [dict(b) for b in kept if isinstance(b, dict) and b.get("type") in THINKING]
-    blocks += [b for b in text_blocks(msg.get("content")) if b["type"] == "text"]
-    for call in calls:
-        fn = call.get("function") or {}
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": tool_id(call.get("id")),
-                "name": str(fn.get("name") or ""),
-                "input": tool_input(fn.get("arguments")),
-            }
-        )
-    return blocks
-
-
-def tool_result_block(msg: dict[str, Any]) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(msg.get("tool_call_id"))}
-    content = msg.get("content")
-    if isinstance(content, str):
-        if content:
-            block["content"] = content
-    elif text_blocks(content):
-        block["content"] = text_blocks(content)
-    return block
-
-
-Blocks = list[dict[str, Any]]
-# id(stored message) -> (the message, its role, its blocks): a transport converts each message
-# of a tool loop once, not at every step (the entry keeps the message alive, so its id is its own)
-Memo = dict[int, tuple[dict[str, Any], str, Blocks]]
-
-
-def convert(msg: dict[str, Any]) -> tuple[str, Blocks]:
-    """One stored message as (role, blocks); role "system" for the system prompt's."""
-    role = msg.get("role")
-    if role in ("system", "developer"):
-        return "system", [b for b in text_blocks(msg.get("content")) if b["type"] == "text"]
-    if role == "tool":
-        return "user", [tool_result_block(msg)]
-    if role == "assistant":
-        return "assistant", assistant_blocks(msg)
-    return "user", text_blocks(msg.get("content"))
-
-
-def to_messages(messages: list[dict[str, Any]], memo: Memo | None = None) -> tuple[Blocks, Blocks]:
-    """(system blocks, turns): system messages go to `system`; tool results become tool_result
-    blocks in a user turn; consecutive same-role messages merge, so the results of one turn's
-    calls share one user message. With `memo` (kept by the caller between requests), messages
-    converted before are not converted again; it is left holding this conversation's only.
-    Blocks are shared with the memo: what changes them (cache breakpoints) replaces them."""
-    system: Blocks = []
-    turns: Blocks = []
-    seen: Memo = {}
-    for msg in messages:
-        if memo is None:
-            role, blocks = convert(msg)
-        else:
-            key = id(msg)
-            hit = memo.get(key)
-            if hit is None or hit[0] is not msg:
-                hit = (msg, *convert(msg))
-            seen[key] = hit
-            role, blocks = hit[1], hit[2]
-        if role == "system":
-            system += blocks
-        elif not blocks:
-            continue
-        elif turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += blocks
-        else:
-            turns.append({"role": role, "content": list(blocks)})
-    if memo is not None:
-        memo.clear()
-        memo.update(seen)
-    return system, turns
-
-
-def to_tool(spec: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI `tools` entry as `{name, description, input_schema}`."""
-    fn = spec.get("function") if spec.get("type") == "function" else spec
-    fn = fn if isinstance(fn, dict) else {}
-    schema = fn.get("parameters") or fn.get("input_schema") or {"type": "object", "properties": {}}
-    name, description = fn.get("name") or "", fn.get("description") or ""
-    return {"name": name, "description": description, "input_schema": schema}
-
-
-def to_tool_choice(choice: Any, parallel: Any = None) -> dict[str, Any] | None:
-    """OpenAI's tool_choice ("auto", "required", "none", {"function": {"name"}}) or Anthropic's."""
-    result: dict[str, Any] | None = None
-    if choice in ("auto", "none"):
-        result = {"type": choice}
-    elif choice in ("required", "any"):
-        result = {"type": "any"}
-    elif isinstance(choice, dict) and choice.get("type") == "function":
-        result = {"type": "tool", "name": (choice.get("function") or {}).get("name") or ""}
-    elif isinstance(choice, dict) and choice.get("type") in ("auto", "any", "tool", "none"):
-        result = dict(choice)
-    if parallel is False and (result or {}).get("type") != "none":
-        result = {**(result or {"type": "auto"}), "disable_parallel_tool_use": True}
-    return result
+    return base if base.endswith("/v1/messages") else root(base) + "/v1/messages"
 
 
 def add_cache_breakpoints(body: dict[str, Any]) -> None:
@@ -320,6 +146,154 @@ def answer_tool(response_format: Any, thinking: bool) -> dict[str, Any] | None:
     return {"type": "function", "function": fn}
 
 
+# ---- the response side: the error map and the stream decoder ----
+
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+# the Messages API's error types and the HTTP status each stands for (an `error` event has none)
+ERRORS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def anthropic_error(body: Any, status: int | None = None, where: str = "") -> ProviderError:
+    """A Messages API error (`{"type": "error", "error": {"type", "message"}}`), named by its
+    type; an `error` event mid-stream gets the status its type stands for, so an overload
+    before any content is retried like a 529."""
+    err = body.get("error") if isinstance(body, dict) else None
+    kind = err.get("type") if isinstance(err, dict) else None
+    message = error_message(body)
+    if isinstance(kind, str) and kind not in message:
+        message = f"{kind}: {message}"
+    status = status or (ERRORS.get(kind) if isinstance(kind, str) else None)
+    status = status or error_status(err, None)  # a gateway's own shape, with a `code`
+    prefix = f"HTTP {status}: " if status and not where else ""
+    return ProviderError(prefix + message + where, status, retryable=status in RETRYABLE_STATUS)
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class MessagesAssembler(StreamAssembler):
+    """Messages API events: message_start, content_block_start|delta|stop, message_delta,
+    message_stop, ping, error; or a whole non-streamed `message`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.usage_fields: dict[str, Any] = {}  # merged across events
+        self.blocks: dict[Any, dict[str, Any]] = {}  # the open thinking blocks by index
+        self.seeded: set[Any] = set()  # tool_use blocks whose input came whole at their start
+        self.text_gap = False  # a new text block after earlier text: a paragraph break
+
+    def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
+        out = self._event(chunk)
+        err = chunk.get("error")
+        if err or event == "error":
+            raise provider_error(error_status(err, None), chunk)
+        return out
+
+    def _event(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
+        kind, index = chunk.get("type"), chunk.get("index")
+        out: list[TextDelta | ReasoningDelta] = []
+        if kind == "message_start":
+            self._usage((chunk.get("message") or {}).get("usage"), reset=True)
+        elif kind == "content_block_start":
+            out = self._block_start(index, _table(chunk.get("content_block")))
+        elif kind == "content_block_delta":
+            out = self._block_delta(index, _table(chunk.get("delta")))
+        elif kind == "content_block_stop":
+            self.blocks.pop(index, None)
+        elif kind in ("message_delta", "message"):
+            if kind == "message":  # a server that ignored stream=true: the whole message at once
+                self._usage(chunk.get("usage"), reset=True)
+                for pos, block in enumerate(chunk.get("content") or []):
+                    out += self._block_start(("m", pos), _table(block))
+            reason = _table(chunk.get("delta") if kind == "message_delta" else chunk).get(
+                "stop_reason"
+            )
+            if reason:
+                self.finish_reason = FINISH.get(reason, reason)
+            if kind == "message_delta":
+                self._usage(chunk.get("usage"))
+        elif kind == "error":
+            raise anthropic_error(chunk, where=" (an error event in the stream)")
+        return out
+
+    def _block_start(self, index: Any, block: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
+        kind = block.get("type")
+        if kind == "tool_use":  # server tools (server_tool_use, web search, ...) are not ours
+            call = CallBuilder(block.get("id") or "", block.get("name") or "")
+            self.calls.append(call)
+            self.by_index[("a", index)] = call
+            if isinstance(block.get("input"), dict) and block["input"]:
+                call.arguments = json.dumps(block["input"], ensure_ascii=False)
+                self.seeded.add(index)  # deltas, if any follow, carry the input again
+        elif kind in ("thinking", "redacted_thinking"):
+            kept = dict(block)  # sent back unchanged on tool-use turns, as the API requires
+            self.thinking_blocks.append(kept)
+            self.blocks[index] = kept
+            if isinstance(block.get("thinking"), str) and block["thinking"]:
+                return [self._add_reasoning(block["thinking"])]
+        elif kind == "text":
+            self.text_gap = bool(self.text)
+            if isinstance(block.get("text"), str):
+                return self._text(block["text"])
+        return []
+
+    def _block_delta(self, index: Any, delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            return self._text(str(delta.get("text") or ""))
+        if kind in ("thinking_delta", "signature_delta"):
+            field = kind.partition("_")[0]  # "thinking" or "signature"
+            piece = str(delta.get(field) or "")
+            block = self.blocks.get(index)
+            if block is not None:
+                block[field] = str(block.get(field) or "") + piece
+            if kind == "thinking_delta" and piece:
+                return [self._add_reasoning(piece)]
+        elif kind == "input_json_delta":
+            call = self.by_index.get(("a", index))
+            piece = str(delta.get("partial_json") or "")
+            if call is not None and piece:
+                if index in self.seeded:
+                    self.seeded.discard(index)
+                    call.arguments = ""
+                call.arguments += piece
+        return []
+
+    def _text(self, text: str) -> list[TextDelta | ReasoningDelta]:
+        if text and self.text_gap:
+            self.text_gap, text = False, "\n\n" + text
+        return self._emit(text, "")
+
+    def _usage(self, fields: Any, reset: bool = False) -> None:
+        """message_start reports the input and message_delta the counts so far (cumulative):
+        later fields replace earlier ones."""
+        if reset:
+            self.usage_fields = {}
+        if isinstance(fields, dict):
+            self.usage_fields.update({k: v for k, v in fields.items() if v is not None})
+        if self.usage_fields:
+            self.usage = messages_usage(self.usage_fields)
+
+
 class AnthropicMessages(Transport):
     """`Transport` speaking the Messages API: `POST {base}/v1/messages`, x-api-key."""
 
@@ -327,23 +301,20 @@ class AnthropicMessages(Transport):
     def url(self) -> str:
         return messages_url(self.config.base_url)
 
-    def _headers(self) -> dict[str, str]:
-        headers = {
-            "User-Agent": f"agi/{__version__}",
-            "Accept": "text/event-stream",
-            "anthropic-version": API_VERSION,
-        }
-        if self.config.api_key:
-            headers["x-api-key"] = self.config.api_key
-        return headers
+    def request_headers(self) -> dict[str, str]:
+        auth = {"x-api-key": self.config.api_key} if self.config.api_key else {}
+        return headers(auth, **{"anthropic-version": API_VERSION})
+
+    def assembler(self) -> StreamAssembler:
+        return MessagesAssembler()
 
     def payload(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
         params = {**self.config.params, **extra}
-        max_tokens = getattr(self.config, "max_tokens", None)
         memo = self.__dict__.setdefault("_memo", {})  # each message converted once
-        return request_body(self.config.model, messages, tools, params, max_tokens, memo)
+        limit = self.config.max_tokens
+        return request_body(self.config.model, messages, tools, params, limit, memo)
 
     def error_from(self, status: int, body: Any) -> ProviderError:
         return anthropic_error(body, status)

@@ -11,16 +11,12 @@ the form that works and pays no refused request.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
-
-from agi.errors import ProviderError
 
 CACHE_FILE = "endpoint-cache.json"
 # strongest first; "instructions" sends no response_format: the prompt alone asks for JSON
 FORMATS = ("json_schema", "json_object_schema", "json_object", "instructions")
-REFUSAL = re.compile(r"response_format|response format|json_schema|json_object", re.I)
 
 
 def request_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -35,14 +31,6 @@ def request_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def refuses_format(error: ProviderError) -> bool:
-    """Whether the provider refused the request's `response_format` (400, 422, or a 500 with a
-    validation error in its body, as llama-cpp-python sends), rather than failing otherwise."""
-    if error.status not in (400, 422, 500, 501) or getattr(error, "too_long", False):
-        return False
-    return bool(REFUSAL.search(f"{error} {error.body}"))
-
-
 class Formats:
     """The structured-output forms still worth trying at one endpoint (base URL and model)."""
 
@@ -51,7 +39,7 @@ class Formats:
         self.key = f"{base_url.rstrip('/')} {model}"
         self.refused: list[str] = []
         if home is not None:
-            from agi.sessions.context import read_cache_entry
+            from agi.providers.cache import read_cache_entry
 
             entry = read_cache_entry(home, CACHE_FILE, self.key) or {}
             known = entry.get("refused_formats")
@@ -75,6 +63,6 @@ class Formats:
             return
         self.refused.append(kind)
         if self.home is not None:
-            from agi.sessions.context import write_cache_entry
+            from agi.providers.cache import write_cache_entry
 
             write_cache_entry(self.home, CACHE_FILE, self.key, {"refused_formats": self.refused})

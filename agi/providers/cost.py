@@ -149,6 +149,7 @@ class Meter:
         self._calls: list[Usage] = []
         self._total = Usage()
         self._unknown: str | None = None  # why the run's cost is unknown, for --max-cost
+        self._failures = 0  # calls that failed without reporting usage
 
     def price(self, label: str, model: str) -> Price | None:
         return find_price(label, model, self.prices)
@@ -191,11 +192,18 @@ class Meter:
                 )
         return call
 
+    def failed(self, label: str, model: str) -> None:
+        """A call that failed for good without reporting usage: its cost is unknown (shown as
+        unknown, never as 0), though --max-cost still counts what the other calls cost."""
+        with self._lock:
+            self._calls.append(Usage(calls=1))
+            self._failures += 1
+
     @property
     def total(self) -> Usage:
-        """The run's usage so far (a copy)."""
+        """The run's usage so far (a copy); its cost is unknown once a call failed unreported."""
         with self._lock:
-            return Usage() + self._total
+            return Usage() + self._total + Usage(calls=self._failures)
 
     def since(self, mark: int) -> tuple[Usage, int]:
         """The calls recorded after `mark` (a count of calls), and the mark to use next time."""

@@ -8,20 +8,20 @@ takes `options.num_ctx` and `truncate: false` (an error instead of a silent cut,
 compactor then handles), so the `ollama` provider speaks it: `num_ctx` grows in powers of two
 as the conversation does (each change reloads the model, so it moves seldom, never shrinks in a
 run, and starts from the size already loaded), capped by the model's window as compaction
-sees it (`agi.sessions.context.window_for`: the config, the built-in table, a Modelfile's
-`num_ctx`, else
-the model's maximum from `POST /api/show`).
+sees it (`agi.providers.windows.window_for`: the config, the built-in table, a Modelfile's
+`num_ctx`, else the model's maximum from `POST /api/show`). The config's `max_tokens` is sent as
+`options.num_predict`. This module holds the protocol whole: endpoint, body, decoder, errors.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
 from agi.messages import wire_message
+from agi.providers.endpoint import root
 from agi.providers.errors import provider_error
 from agi.providers.stream import StreamAssembler
 from agi.providers.transport import Event, Transport
@@ -43,11 +43,6 @@ OPTIONS = {
     "typical_p", "mirostat", "mirostat_eta", "mirostat_tau", "num_gpu", "num_thread", "num_batch",
 }  # fmt: skip
 TOP_LEVEL = {"think", "keep_alive", "format", "truncate", "shift", "logprobs", "top_logprobs"}
-
-
-def ollama_root(base_url: str) -> str:
-    """The server's root: the configured base URL without its OpenAI-style `/v1`."""
-    return re.sub(r"/v1/?$", "", base_url.rstrip("/"))
 
 
 def ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -113,10 +108,7 @@ class OllamaAssembler(StreamAssembler):
     """/api/chat's objects, one a line: `message` deltas (content, thinking, whole tool calls),
     then `done: true` with `done_reason` and the counts."""
 
-    def feed(self, chunk: Any, event: str = "message") -> list[Any]:
-        self.chunks.append(chunk)
-        if not isinstance(chunk, dict):
-            raise ProviderError(f"malformed response chunk: {json.dumps(chunk)[:200]}")
+    def decode(self, chunk: dict[str, Any], event: str) -> list[Any]:
         if chunk.get("error"):
             raise provider_error(None, chunk)
         message = _dict(chunk.get("message"))
@@ -162,12 +154,12 @@ class OllamaChat(Transport):
 
     @property
     def url(self) -> str:
-        return ollama_root(self.config.base_url) + "/api/chat"
+        return root(self.config.base_url) + "/api/chat"
 
     def payload(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
-        from agi.sessions.context import estimate
+        from agi.sessions.estimate import estimate
 
         body: dict[str, Any] = {"model": self.config.model, "messages": ollama_messages(messages)}
         body |= {"stream": True, "truncate": False}  # an error, never a silent cut
@@ -179,6 +171,8 @@ class OllamaChat(Transport):
         if "max_tokens" in params or "max_completion_tokens" in params:
             limit = params.pop("max_tokens", None) or params.pop("max_completion_tokens", None)
             options["num_predict"] = limit
+        elif self.config.max_tokens and "num_predict" not in options:
+            options["num_predict"] = self.config.max_tokens  # the config's, as for every provider
         response_format = params.pop("response_format", None)
         if isinstance(response_format, dict):
             body["format"] = _format(response_format)
@@ -214,7 +208,7 @@ class OllamaChat(Transport):
 
     def window(self) -> int | None:
         if self.cap is None:
-            from agi.sessions.context import window_for
+            from agi.providers.windows import window_for
 
             c = self.config
             self.cap = window_for(
@@ -255,7 +249,7 @@ def loaded_context(base_url: str, model: str, timeout: float = 2.0) -> int | Non
     import httpx
 
     try:
-        resp = httpx.get(ollama_root(base_url) + "/api/ps", timeout=timeout)
+        resp = httpx.get(root(base_url) + "/api/ps", timeout=timeout)
         entries = resp.json().get("models") or [] if resp.status_code == 200 else []
     except Exception:  # an old server, a proxy that hides it: unknown
         return None

@@ -1,21 +1,37 @@
-"""Decoding provider responses: SSE framing, chunk assembly, inline <think> tags, errors.
+"""Decoding provider responses, whatever the protocol: SSE framing, inline <think> tags, and the
+state every stream decoder shares (text, reasoning, tool calls, usage, the final Reply).
 
 Pure functions and small state machines with no I/O, so every recorded provider stream can be
-replayed through them. `agi.providers.transport` does the HTTP part.
+replayed through them. Each wire protocol's own decoder is a StreamAssembler in its module
+(`agi.providers.chat`, `agi.providers.anthropic`, `agi.providers.ollama`);
+`agi.providers.transport` does the HTTP part.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 from agi.decoding import SurrogateJoin, clean
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall, Usage
-from agi.providers.errors import RETRYABLE_STATUS, error_message, error_status, provider_error
-from agi.providers.usage import messages_usage, parse_usage
+
+
+def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
+    """Split a byte stream into lines at LF (CRLF), as SSE does.
+
+    httpx's iter_lines also splits at U+2028 and other Unicode breaks, which JSON may carry raw.
+    """
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        *complete, buf = buf.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", "replace")
 
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -90,72 +106,28 @@ class ThinkSplitter:
         return (rest, "") if self.state != "think" else ("", rest)
 
 
-class _CallBuilder:
+class CallBuilder:
     def __init__(self, id: str, name: str):
         self.id, self.name, self.arguments = id, name, ""
 
 
-def _table(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-ANTHROPIC_FINISH = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "content_filter",
-}
-# the Messages API's error types and the HTTP status each stands for (an `error` event has none)
-ANTHROPIC_ERRORS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-
-
-def anthropic_error(body: Any, status: int | None = None, where: str = "") -> ProviderError:
-    """A Messages API error (`{"type": "error", "error": {"type", "message"}}`), named by its
-    type; an `error` event mid-stream gets the status its type stands for, so an overload
-    before any content is retried like a 529."""
-    err = body.get("error") if isinstance(body, dict) else None
-    kind = err.get("type") if isinstance(err, dict) else None
-    message = error_message(body)
-    if isinstance(kind, str) and kind not in message:
-        message = f"{kind}: {message}"
-    status = status or (ANTHROPIC_ERRORS.get(kind) if isinstance(kind, str) else None)
-    status = status or error_status(err, None)  # a gateway's own shape, with a `code`
-    prefix = f"HTTP {status}: " if status and not where else ""
-    return ProviderError(prefix + message + where, status, retryable=status in RETRYABLE_STATUS)
-
-
 class StreamAssembler:
-    """Turns chunks (streamed deltas or one whole completion) into events and a final Reply."""
+    """What every protocol's decoder shares: chunks (streamed deltas or one whole response) in,
+    text and reasoning events out, and at the end the Reply. A protocol's decoder implements
+    `decode` (one chunk); `feed` keeps the chunk for the trace first."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.reasoning_field = ""
-        self.calls: list[_CallBuilder] = []
-        self.by_index: dict[Any, _CallBuilder] = {}
+        self.calls: list[CallBuilder] = []
+        self.by_index: dict[Any, CallBuilder] = {}
         self.usage: Usage | None = None
-        self.usage_fields: dict[str, Any] = {}  # Anthropic's, merged across events
         self.provider_cost: float | None = None  # a cost the response headers reported
         self.finish_reason: str | None = None
         self.think = ThinkSplitter()
         self.chunks: list[Any] = []
         self.thinking_blocks: list[dict[str, Any]] = []  # Anthropic's, kept to be sent back
-        self.blocks: dict[Any, dict[str, Any]] = {}  # the open thinking blocks by index
-        self.seeded: set[Any] = set()  # tool_use blocks whose input came whole at their start
-        self.text_gap = False  # a new text block after earlier text: a paragraph break
         # an escape pair (\ud83d \ude00) may be split across chunks: joined before release
         self.text_join, self.reasoning_join = SurrogateJoin(), SurrogateJoin()
 
@@ -168,128 +140,11 @@ class StreamAssembler:
         self.chunks.append(chunk)
         if not isinstance(chunk, dict):
             raise ProviderError(f"malformed response chunk: {json.dumps(chunk)[:200]}")
-        if str(chunk.get("type", "")).startswith(("message_", "content_block_")) or chunk.get(
-            "type"
-        ) in ("ping", "error", "message"):
-            out = self._anthropic(chunk)
-        else:
-            out = self._openai(chunk)
-        err = chunk.get("error")
-        if err or event == "error":
-            raise provider_error(error_status(err, None), chunk)
-        return out
+        return self.decode(chunk, event)
 
-    def _openai(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
-        out: list[TextDelta | ReasoningDelta] = []
-        usage = parse_usage(chunk.get("usage"), chunk.get("timings"))
-        if usage:
-            self.usage = usage
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
-                continue
-            delta = choice.get("delta") or choice.get("message") or {}
-            for field in ("reasoning_content", "reasoning"):
-                value = delta.get(field)
-                if isinstance(value, str) and value:
-                    self.reasoning_field = self.reasoning_field or field
-                    out.append(self._add_reasoning(value))
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                text, reasoning = self.think.feed(content)
-                out += self._emit(text, reasoning)
-            for pos, tc in enumerate(delta.get("tool_calls") or []):
-                if isinstance(tc, dict):
-                    self._tool_delta(pos, tc)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        return out
-
-    def _anthropic(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
-        """Messages API events: message_start, content_block_start|delta|stop, message_delta,
-        message_stop, ping, error; or a whole non-streamed `message`."""
-        kind, index = chunk.get("type"), chunk.get("index")
-        out: list[TextDelta | ReasoningDelta] = []
-        if kind == "message_start":
-            self._anthropic_usage((chunk.get("message") or {}).get("usage"), reset=True)
-        elif kind == "content_block_start":
-            out = self._block_start(index, _table(chunk.get("content_block")))
-        elif kind == "content_block_delta":
-            out = self._block_delta(index, _table(chunk.get("delta")))
-        elif kind == "content_block_stop":
-            self.blocks.pop(index, None)
-        elif kind in ("message_delta", "message"):
-            if kind == "message":  # a server that ignored stream=true: the whole message at once
-                self._anthropic_usage(chunk.get("usage"), reset=True)
-                for pos, block in enumerate(chunk.get("content") or []):
-                    out += self._block_start(("m", pos), _table(block))
-            reason = _table(chunk.get("delta") if kind == "message_delta" else chunk).get(
-                "stop_reason"
-            )
-            if reason:
-                self.finish_reason = ANTHROPIC_FINISH.get(reason, reason)
-            if kind == "message_delta":
-                self._anthropic_usage(chunk.get("usage"))
-        elif kind == "error":
-            raise anthropic_error(chunk, where=" (an error event in the stream)")
-        return out
-
-    def _block_start(self, index: Any, block: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
-        kind = block.get("type")
-        if kind == "tool_use":  # server tools (server_tool_use, web search, ...) are not ours
-            call = _CallBuilder(block.get("id") or "", block.get("name") or "")
-            self.calls.append(call)
-            self.by_index[("a", index)] = call
-            if isinstance(block.get("input"), dict) and block["input"]:
-                call.arguments = json.dumps(block["input"], ensure_ascii=False)
-                self.seeded.add(index)  # deltas, if any follow, carry the input again
-        elif kind in ("thinking", "redacted_thinking"):
-            kept = dict(block)  # sent back unchanged on tool-use turns, as the API requires
-            self.thinking_blocks.append(kept)
-            self.blocks[index] = kept
-            if isinstance(block.get("thinking"), str) and block["thinking"]:
-                return [self._add_reasoning(block["thinking"])]
-        elif kind == "text":
-            self.text_gap = bool(self.text)
-            if isinstance(block.get("text"), str):
-                return self._text(block["text"])
-        return []
-
-    def _block_delta(self, index: Any, delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
-        kind = delta.get("type")
-        if kind == "text_delta":
-            return self._text(str(delta.get("text") or ""))
-        if kind in ("thinking_delta", "signature_delta"):
-            field = kind.partition("_")[0]  # "thinking" or "signature"
-            piece = str(delta.get(field) or "")
-            block = self.blocks.get(index)
-            if block is not None:
-                block[field] = str(block.get(field) or "") + piece
-            if kind == "thinking_delta" and piece:
-                return [self._add_reasoning(piece)]
-        elif kind == "input_json_delta":
-            call = self.by_index.get(("a", index))
-            piece = str(delta.get("partial_json") or "")
-            if call is not None and piece:
-                if index in self.seeded:
-                    self.seeded.discard(index)
-                    call.arguments = ""
-                call.arguments += piece
-        return []
-
-    def _text(self, text: str) -> list[TextDelta | ReasoningDelta]:
-        if text and self.text_gap:
-            self.text_gap, text = False, "\n\n" + text
-        return self._emit(text, "")
-
-    def _anthropic_usage(self, fields: Any, reset: bool = False) -> None:
-        """message_start reports the input and message_delta the counts so far (cumulative):
-        later fields replace earlier ones."""
-        if reset:
-            self.usage_fields = {}
-        if isinstance(fields, dict):
-            self.usage_fields.update({k: v for k, v in fields.items() if v is not None})
-        if self.usage_fields:
-            self.usage = messages_usage(self.usage_fields)
+    def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
+        """One chunk of the protocol's stream (`event`: its SSE event name, if any)."""
+        raise NotImplementedError
 
     def _emit(self, text: str, reasoning: str) -> list[TextDelta | ReasoningDelta]:
         out: list[TextDelta | ReasoningDelta] = []
@@ -315,7 +170,7 @@ class StreamAssembler:
         name = fn.get("name") or ""
         call = self.by_index.get(index)
         if call is None or (call_id and call.id and call_id != call.id):
-            call = _CallBuilder(call_id, name)
+            call = CallBuilder(call_id, name)
             self.calls.append(call)
             self.by_index[index] = call
         else:  # id and name are set once, never concatenated

@@ -1,22 +1,28 @@
-"""OpenAI-compatible chat completions over httpx: streaming, retries, deadlines, tracing."""
+"""One model exchange over httpx, whatever the wire protocol: the client, streaming, retries,
+deadlines, the idle limit, cancel, metering and the trace.
+
+`Transport` speaks OpenAI-compatible chat completions (`agi.providers.chat`); another protocol
+(`agi.providers.anthropic`, `agi.providers.ollama`, Neovim's fill-in-the-middle) overrides the
+wire hooks at the end of the class: the endpoint, the headers, the body, the decoder, the error
+map and the request resent after a refusal. What an error means is `agi.providers.errors`'s."""
 
 from __future__ import annotations
 
 import json
 import random
-import re
 import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from agi import __version__
 from agi.errors import Cancelled, ProviderError, TimeLimit
-from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, Usage, wire_message
-from agi.providers.errors import provider_error
-from agi.providers.stream import StreamAssembler, iter_sse
+from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, Usage
+from agi.providers import chat
+from agi.providers.endpoint import require_key
+from agi.providers.errors import http_error, provider_error, unreachable
+from agi.providers.stream import StreamAssembler, iter_sse, sse_lines
 from agi.providers.usage import header_cost
 
 if TYPE_CHECKING:
@@ -26,58 +32,8 @@ if TYPE_CHECKING:
     from agi.providers.cost import Meter
 
 ATTEMPTS = 3
-OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
 MAX_RETRY_WAIT = 60.0
 Event = TextDelta | ReasoningDelta | Notice
-
-
-def retry_after(headers: Any) -> float | None:
-    """Seconds the server asks us to wait: `retry-after-ms`, then `retry-after` (secs or date)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        import email.utils
-
-        when = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, when.timestamp() - time.time()) if when else None
-
-
-# A 5xx whose body blames the request, not the server: llama-cpp-python answers a request its
-# pydantic model rejects with a 500 carrying the validation error; llama.cpp's server reports a
-# schema it cannot turn into a grammar as a 500 in older versions.
-INVALID_REQUEST = re.compile(
-    r"validation errors?( for|:)|\bInput should be\b|\bField required\b|response_format|"
-    r"Extra inputs are not permitted|invalid_request_error|RequestValidationError|"
-    r"\bnot supported\b|\bunsupported (param|parameter|value|type)|failed to parse grammar|"
-    r"JSON schema",
-    re.I,
-)
-
-
-def invalid_request(body: str) -> bool:
-    """Whether an error body says the request itself is invalid (so retrying cannot help)."""
-    return bool(INVALID_REQUEST.search(body))
-
-
-def amended(body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
-    """The request to send at once instead of one that failed this way, or None."""
-    dropped = next((k for k in OPTIONAL if k in body and k in str(error)), None)
-    if error.status in (400, 422) and dropped:  # a server that rejects an optional parameter
-        return {k: v for k, v in body.items() if k != dropped}
-    if getattr(error, "empty", False) and body.get("stream"):
-        # llama-cpp-python fails a streamed request (one too long, say) after its 200, with an
-        # empty stream; asked without streaming, it answers with the error that says why
-        return {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
-    return None
 
 
 def backoff(attempt: int) -> float:
@@ -85,19 +41,19 @@ def backoff(attempt: int) -> float:
     return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
 
 
-def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
-    """Split a byte stream into lines at LF (CRLF), as SSE does.
-
-    httpx's iter_lines also splits at U+2028 and other Unicode breaks, which JSON may carry raw.
-    """
-    buf = b""
-    for chunk in chunks:
-        buf += chunk
-        *complete, buf = buf.split(b"\n")
-        for line in complete:
-            yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if buf:
-        yield buf.rstrip(b"\r").decode("utf-8", "replace")
+def failure_record(
+    error: ProviderError, attempt: int, asm: StreamAssembler, started: float
+) -> dict[str, Any]:
+    """The trace's record of an attempt that failed: the error, the whole body, the chunks."""
+    return {
+        "type": "response",
+        "attempt": attempt,
+        "error": str(error),
+        "status": error.status,
+        **({"body": error.body} if error.body else {}),
+        "chunks": asm.chunks,
+        "seconds": round(time.monotonic() - started, 3),
+    }
 
 
 def lazy_tls_transport() -> httpx.BaseTransport:
@@ -126,7 +82,10 @@ def lazy_tls_transport() -> httpx.BaseTransport:
 
 
 class Transport:
-    """Streams one chat completion per call; the caller owns the conversation."""
+    """Streams one model reply per call; the caller owns the conversation. Built from a model's
+    config alone (a trace callable, a deadline and a meter are optional): no session needed."""
+
+    shared: Any = None  # agi --batch: HTTP clients and a backoff per endpoint for many runs
 
     def __init__(
         self,
@@ -136,6 +95,7 @@ class Transport:
         timeout: float | None = None,
         meter: Meter | None = None,
     ):
+        require_key(config)  # exit 2 naming the variable, before anything is sent
         self.config = config
         self.meter = meter  # every call's usage and cost, and the --max-cost budget
         self.trace = trace or (lambda record: None)
@@ -145,9 +105,12 @@ class Transport:
         self._previous: dict[str, Any] = {}  # the last request's body, for the trace
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self.cancelled = threading.Event()
+        self.headers = self.request_headers()  # the same for every request
 
     @property
     def client(self) -> httpx.Client:
+        if self._client is None and self.shared is not None:
+            self._client = self.shared.client  # its close() keeps it for the next run
         if self._client is None:
             import httpx
 
@@ -190,21 +153,6 @@ class Transport:
         if left is not None and left <= 0:
             raise TimeLimit(self.timeout or 0)
 
-    def payload(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": [wire_message(m) for m in messages],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if tools:
-            body["tools"] = tools
-        body.update(self.config.params)
-        body.update(extra)
-        return body
-
     def stream(
         self,
         messages: list[dict[str, Any]],
@@ -228,24 +176,17 @@ class Transport:
             try:
                 reply = yield from self._metered(body, asm)
             except ProviderError as e:
-                trace(
-                    {
-                        "type": "response",
-                        "attempt": attempt,
-                        "error": str(e),
-                        "status": e.status,
-                        **({"body": e.body} if e.body else {}),
-                        "chunks": asm.chunks,
-                        "seconds": round(time.monotonic() - started, 3),
-                    }
-                )
-                changed = amended(body, e) if attempt < ATTEMPTS else None
+                trace(failure_record(e, attempt, asm, started))
+                changed = self.amend(body, e) if attempt < ATTEMPTS else None
                 if changed is not None:
                     body = changed
                     continue
                 if not e.retryable or asm.delivered or attempt == ATTEMPTS:
+                    self._failed(asm)
                     raise
-                wait = self._retry_wait(e, attempt)
+                wait = self._retry_wait(e, attempt, asm)
+                if self.shared is not None:  # a 429 pauses every run sending here
+                    self.shared.hold(self.url, wait, e)
                 yield Notice(f"{e}; retrying in {wait:.1f} s ({attempt + 1} of {ATTEMPTS})")
                 if self.cancelled.wait(wait):
                     raise Cancelled() from e
@@ -285,6 +226,11 @@ class Transport:
         if self.meter is not None:
             self.meter.record(self.config.label, self.config.model, usage)
 
+    def _failed(self, asm: StreamAssembler) -> None:
+        """The call failed for good without reporting usage: its cost is unknown, not 0."""
+        if self.meter is not None and asm.usage is None:
+            self.meter.failed(self.config.label, self.config.model)
+
     def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
         """The request as the trace keeps it. What this transport's previous request already
         carried is not written again: `same` counts the leading messages (and flags the tools)
@@ -302,42 +248,50 @@ class Transport:
         short = {k: v for k, v in body.items() if k not in same}
         return {"body": {**short, "messages": messages[kept:]}, "same": same}
 
-    def _retry_wait(self, error: ProviderError, attempt: int) -> float:
+    def _retry_wait(self, error: ProviderError, attempt: int, asm: StreamAssembler) -> float:
         """How long to wait before the next attempt; an error when that is not allowed."""
-        asked = getattr(error, "retry_after", None)
+        asked = error.retry_after
         if asked is not None and asked > MAX_RETRY_WAIT:
+            self._failed(asm)
             raise ProviderError(
                 f"{error} (the provider asks to retry after {asked:.0f} s)", error.status
             ) from error
         wait = asked if asked is not None else backoff(attempt)
         left = self.remaining()
         if left is not None and wait >= left:
+            self._failed(asm)
             raise ProviderError(
                 f"{error} (no time left to retry within --timeout)", error.status
             ) from error
         return wait
 
-    # What another wire protocol overrides (agi.providers.anthropic): the endpoint, the headers,
-    # the body
-    # (payload), the decoder of the stream's chunks (assembler) and the error body (error_from).
+    # The wire hooks: chat completions here (agi.providers.chat); another protocol overrides them.
 
     @property
     def url(self) -> str:
-        return self.config.base_url.rstrip("/") + "/chat/completions"
+        return chat.url(self.config)
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of every request (built once, in __init__)."""
+        return chat.request_headers(self.config)
+
+    def payload(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+    ) -> dict[str, Any]:
+        """The request body for a conversation; `extra` goes into it (and wins)."""
+        return chat.request_body(self.config, messages, tools, **extra)
 
     def assembler(self) -> StreamAssembler:
         """A fresh decoder for one response's chunks."""
-        return StreamAssembler()
+        return chat.ChatAssembler()
 
-    def _headers(self) -> dict[str, str]:
-        headers = {
-            "User-Agent": f"agi/{__version__}",
-            "Accept": "text/event-stream",
-            "X-Title": "agi",
-        }
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        return headers
+    def amend(self, body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+        """The request to send at once instead of one that failed this way, or None."""
+        return chat.amended(body, error)
+
+    def error_from(self, status: int, body: Any) -> ProviderError:
+        """The error an HTTP error response's body (JSON, or text) stands for."""
+        return provider_error(status, body)
 
     def _timeouts(self) -> httpx.Timeout:
         import httpx
@@ -350,6 +304,8 @@ class Transport:
     def _once(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
         import httpx
 
+        if self.shared is not None:
+            self.shared.wait(self.url, self.cancelled, self.deadline)
         self._check_deadline()
         self._check_cancelled()
         try:
@@ -357,7 +313,7 @@ class Transport:
                 "POST",
                 self.url,
                 json=body,
-                headers=self._headers(),
+                headers=self.headers,
                 timeout=self._timeouts(),
                 extensions={"trace": self._watch_connection},
             ) as resp:
@@ -376,9 +332,7 @@ class Transport:
             ) from e
         except httpx.HTTPError as e:
             self._check_cancelled()
-            raise ProviderError(
-                f"cannot reach {self.url}: {e or type(e).__name__}", retryable=True
-            ) from e
+            raise unreachable(self.url, str(e) or type(e).__name__, self.config) from e
 
     def _read_body(
         self, resp: httpx.Response, asm: StreamAssembler
@@ -397,12 +351,11 @@ class Transport:
             yield from asm.feed(self._json(data), event)
         self._check_cancelled()  # a cancel shuts the socket: the stream ends here
         if asm.finish_reason is None:  # [DONE] may be missing, but not both
-            error = ProviderError(
+            raise ProviderError(
                 "the stream ended early (the connection closed before a finish_reason or [DONE])",
                 retryable=True,
+                empty=not asm.chunks,
             )
-            error.empty = not asm.chunks  # type: ignore[attr-defined]
-            raise error
 
     def _lines(self, resp: httpx.Response) -> Generator[str, None, None]:
         """Response lines, checking the deadline and the idle limit even across keep-alives."""
@@ -434,17 +387,4 @@ class Transport:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.strip() or resp.reason_phrase
-        error = self.error_from(resp.status_code, body)
-        error.body = raw  # the whole of it goes to the trace; the message is one line
-        error.retry_after = retry_after(resp.headers)  # type: ignore[attr-defined]
-        from agi.sessions.context import is_too_long
-
-        if is_too_long(resp.status_code, raw):  # llama.cpp may say so with a 500: no retry
-            error.too_long, error.retryable = True, False
-        elif resp.status_code >= 500 and invalid_request(raw):
-            error.retryable = False  # the same request would fail the same way
-        return error
-
-    def error_from(self, status: int, body: Any) -> ProviderError:
-        """The error an HTTP error response's body (JSON, or text) stands for."""
-        return provider_error(status, body)
+        return http_error(self.error_from(resp.status_code, body), raw, resp.headers)

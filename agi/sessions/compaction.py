@@ -7,10 +7,13 @@ SessionStart hooks with `source: "compact"`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agi.errors import ProviderError
 from agi.messages import Notice, Usage, drain, user
+from agi.providers.errors import too_long
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from agi.sessions.summarize import Compaction
@@ -34,13 +37,6 @@ def truncation_warning(counted: int, expected: int) -> str:
     )
 
 
-def too_long(error: ProviderError) -> bool:
-    """Whether the provider refused the request for its length."""
-    from agi.sessions.context import is_too_long
-
-    return bool(getattr(error, "too_long", False) or is_too_long(error.status, str(error)))
-
-
 class Compactor:
     """Compaction for one agent's session: automatic (unless `compact = "off"`) and manual."""
 
@@ -52,7 +48,8 @@ class Compactor:
         lifecycle: Any = None,
         warn: Callable[[str], None] = lambda text: None,
     ):
-        from agi.sessions.context import Estimator, configured_window, known_window
+        from agi.providers.windows import configured_window, known_window
+        from agi.sessions.estimate import Estimator
 
         self.settings, self.session, self.transport = settings, session, transport
         self.lifecycle, self.warn = lifecycle, warn
@@ -62,7 +59,7 @@ class Compactor:
             model.label, model.model, settings.window.windows
         ) or known_window(model.model)
         self.asked = self.known is not None  # the server's listing: asked at most once a run
-        self.meter = Estimator()
+        self.estimator = Estimator()  # the size of each request
         self.usage = Usage()  # the summary requests' (the loop's own calls are the agent's)
         self.deferred: list[str] | None = None  # warnings held while a refused request is resent
         self.truncation_told = False  # the warning that the server cut the prompt, given once
@@ -70,7 +67,7 @@ class Compactor:
     def window(self, tokens: int) -> int | None:
         """The model's window; an unknown one is looked up (cached) once the size matters."""
         if self.known is None and not self.asked and tokens > LISTING_FLOOR:
-            from agi.sessions.context import window_for
+            from agi.providers.windows import window_for
 
             self.asked = True
             m = self.settings.model
@@ -91,7 +88,7 @@ class Compactor:
         """Compact first when this request would pass the threshold of the window."""
         if not self.auto:
             return False
-        tokens = self.meter(messages, tools)
+        tokens = self.estimator(messages, tools)
         window = self.window(tokens)
         if window is None or tokens <= self.settings.window.threshold * window:
             return False
@@ -103,13 +100,13 @@ class Compactor:
         a count far below it means the server cut the prompt: say so, once."""
         if not prompt_tokens:
             return
-        expected = self.meter.calibrator.apply(self.meter.last)
+        expected = self.estimator.calibrator.apply(self.estimator.last)
         if expected > TRUNCATION_FLOOR and prompt_tokens < TRUNCATED * expected:
             if not self.truncation_told:
                 self.truncation_told = True
                 self.warn(truncation_warning(prompt_tokens, expected))
             return  # no calibration: the server did not read the whole request
-        self.meter.observe(prompt_tokens)
+        self.estimator.observe(prompt_tokens)
 
     def refused(self, error: ProviderError) -> Generator[Notice, None, None]:
         """A request refused for its length: compact, so that it can be sent once more."""
@@ -123,7 +120,7 @@ class Compactor:
             ) from error
         from agi.sessions.summarize import reactive_window
 
-        window = reactive_window(self.known, str(error), self.meter.last)
+        window = reactive_window(self.known, str(error), self.estimator.last)
         self.deferred = []  # said once the request is sent again: a failure then says it all
         yield from self.run("auto", window=window)
 
@@ -144,6 +141,24 @@ class Compactor:
             error.status,
         )
 
+    def resend_once(
+        self, send: Callable[[], Generator[Any, None, T]], may: Callable[[], bool] = lambda: True
+    ) -> Generator[Any, None, T]:
+        """Send a request; refused for its length (and `may()` still true): compact, then send
+        it once more. The one place where the protocol lives, for the loop and the ghosts."""
+        try:
+            return (yield from send())
+        except ProviderError as e:
+            if not may():
+                raise
+            yield from self.refused(e)
+        try:
+            result = yield from send()
+        except ProviderError as again:
+            raise self.still_too_long(again) from again
+        self.sent_again()
+        return result
+
     def run(
         self, trigger: str, focus: str = "", window: int | None = None
     ) -> Generator[Notice, None, Compaction | None]:
@@ -158,9 +173,9 @@ class Compactor:
             self.ask,
             trigger,
             window or self.known,
-            self.meter.measure,
+            self.estimator.measure,
             focus,
-            bytes_per_token=self.meter.effective_bytes_per_token,
+            bytes_per_token=self.estimator.effective_bytes_per_token,
         )
         if done is None:
             return None
@@ -176,7 +191,7 @@ class Compactor:
             if context:
                 kept = [user(context), *kept]
         stored = self.session.append_compaction(done.record, kept)
-        self.meter.last = 0  # the estimate was of the view before: no count can be compared
+        self.estimator.last = 0  # the estimate was of the view before: no count can be compared
         self.session.trace({"type": "compaction", **stored["compaction"]})
         return done
 

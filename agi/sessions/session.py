@@ -41,6 +41,7 @@ from agi.sessions.files import (
     refused,
     replace_file,
 )
+from agi.sessions.rewinds import rewound_view
 
 __all__ = ["REDACTED", "Session", "SessionIndex", "append_line", "fork", "make_private_dir"]
 FILES = (*SESSION_FILES, "transcript.jsonl")
@@ -130,6 +131,7 @@ class Session:
         self.messages: list[dict[str, Any]] = []  # every line, as stored
         self.view_start = 0  # index in messages of the compaction record the view starts at
         self.hidden: set[int] = set()  # indices of unfinished compactions' lines (not in view)
+        self.visible: list[int] | None = None  # the view's indices, when rewinds were recorded
         self.meta: dict[str, Any] = {}
         self.warnings: list[str] = []
         self._lock_fd: int | None = None
@@ -196,7 +198,7 @@ class Session:
         With `repair` (only under the lock), a torn last line is ended so the next one stands alone.
         """
         self.meta = read_meta(self.path, self.warnings)
-        self.messages, self.view_start, self.hidden = [], 0, set()
+        self.messages, self.view_start, self.hidden, self.visible = [], 0, set(), None
         raw = read_bytes(self.messages_file)
         if raw is None:
             return
@@ -218,6 +220,7 @@ class Session:
             at.append(number - 1)
             self.messages.append(message)
         self._find_view(lines, at)
+        self.visible = rewound_view(self.messages, self.hidden)  # section 18
         if repair and raw and not raw.endswith(b"\n"):
             append_line(self.messages_file, "\n")
 
@@ -232,10 +235,15 @@ class Session:
         line = self._line(message)
         self.mark()
         self.messages.append(json.loads(line))
+        if self.visible is not None:
+            self.visible.append(len(self.messages) - 1)
         append_line(self.messages_file, line)
 
     def view(self) -> list[dict[str, Any]]:
-        """What the model sees: the last complete compaction record and every line after it."""
+        """What the model sees: the last complete compaction record and every line after it
+        (with rewind records: as agi.sessions.rewinds says)."""
+        if self.visible is not None:
+            return [self.messages[i] for i in self.visible]
         if not self.hidden:
             return self.messages[self.view_start :]
         start, hidden = self.view_start, self.hidden
@@ -252,7 +260,7 @@ class Session:
         head = self._line({**record, COMPACTION: info})
         self.mark()
         append_line(self.messages_file, head + "".join(copies))
-        self.view_start = len(self.messages)
+        self.view_start, self.visible = len(self.messages), None
         self.messages += [json.loads(line) for line in (head, *copies)]
         return self.messages[self.view_start]
 

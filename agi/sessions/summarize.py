@@ -14,8 +14,9 @@ from typing import Any
 from agi.errors import AgiError, Interrupted, LimitReached
 from agi.messages import COMPACTION
 from agi.prompts import sections
-from agi.sessions.context import BYTES_PER_TOKEN, is_too_long, stated_window, text_size
-from agi.sessions.context import estimate as estimate_tokens
+from agi.providers.errors import is_too_long, stated_window
+from agi.sessions.estimate import BYTES_PER_TOKEN, text_size
+from agi.sessions.estimate import estimate as estimate_tokens
 
 Message = dict[str, Any]
 Ask = Callable[[list[Message]], str]

@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 from agi.errors import ProviderError, SchemaFailed
 from agi.messages import ReasoningDelta, Reply, Returning, UsageEvent, user
 from agi.prompts import harness_text
-from agi.providers.capabilities import FORMATS, Formats, refuses_format, request_format
+from agi.providers.capabilities import FORMATS, Formats, request_format
+from agi.providers.errors import refuses_format
 from agi.structured.dsl import MAX_DEPTH, NAME, Parser, SchemaError, error_at
 
 __all__ = [
@@ -50,19 +51,19 @@ class SchemaInvalid(ValueError):
         self.problems = problems
 
 
-def parse_schema(spec: str) -> dict[str, Any]:
-    """A --schema value (DSL, JSON Schema literal, @FILE) as JSON Schema; SchemaError if bad."""
-    source = "--schema"
+def parse_schema(spec: str, source: str = "--schema") -> dict[str, Any]:
+    """A schema value (DSL, JSON Schema literal, @FILE) as JSON Schema; SchemaError if bad.
+    `source` names the option in errors (`--schema`, `config.toml: schema`, an MCP call's)."""
     if spec.startswith("@"):
         if not spec[1:]:
-            raise SchemaError("bad --schema: a file name must follow @")
+            raise SchemaError(f"bad {source}: a file name must follow @")
         path = Path(spec[1:]).expanduser()
         try:
             spec = path.read_text(encoding="utf-8")
         except (OSError, ValueError) as e:  # also undecodable text, a NUL in the name
             reason = getattr(e, "strerror", None) or str(e)
-            raise SchemaError(f"cannot read --schema file {path}: {reason}") from e
-        source = f"--schema file {path}"
+            raise SchemaError(f"cannot read {source} file {path}: {reason}") from e
+        source = f"{source} file {path}"
     if not spec.lstrip().startswith("{"):
         return Parser(spec, source).top()
     try:

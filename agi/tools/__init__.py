@@ -62,10 +62,12 @@ class Toolbox:
     ):
         self.tools = {t.name: t for t in tools}
         self._specs: list[dict[str, Any]] | None = None
+        self._specs_mode: str | None = None  # the permission mode the specs were built for
         self.ctx = ctx or ToolContext()
         self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
         self.guard = guard  # agi.claude.permissions.Guard: the permission rules, when there are any
         self.owner = owner  # a subagent's toolbox shares its parent's tools and must not close them
+        self.checkpoints: Any = None  # agi.sessions.checkpoints: shared with subagents' toolboxes
 
     def interrupt(self) -> None:
         """Kill the commands running now (a cancelled turn); background jobs and terminals stay."""
@@ -99,8 +101,11 @@ class Toolbox:
     def specs(self) -> list[dict[str, Any]]:
         """The `tools` of every request: built once (the same object each step, so that what
         measures or converts it per request can remember it)."""
-        if self._specs is None:
-            self._specs = [spec(t) for t in self.tools.values()]
+        offered = getattr(self.guard, "offers", None)  # plan mode offers fewer tools
+        mode = getattr(self.guard, "mode", None)
+        if self._specs is None or self._specs_mode != mode:
+            tools = [t for t in self.tools.values() if offered is None or offered(t.name)]
+            self._specs, self._specs_mode = [spec(t) for t in tools], mode
         return self._specs
 
     def run_one(self, call: ToolCall) -> Result:
@@ -137,6 +142,8 @@ class Toolbox:
                 refusal = f"Error: the permission rules cannot judge this call: {e}"
             if refusal is not None:
                 return Result(call, _with_notes(refusal, notes), True, time.monotonic() - started)
+        if self.checkpoints is not None:  # a snapshot before the turn's first change (section 18)
+            self.checkpoints.before_tool(call.name, input, self.ctx.cwd)
         text, is_error, response = self._execute(tool, input)
         if self.lifecycle is not None:
             notes += self.lifecycle.after_tool(call, input, text, is_error, response)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError, UsageError
+from agi.process import child_env
 from agi.tools.protocol import ToolContext, ToolText
 from agi.tools.shell import Processes, kill_group, run_process
 
@@ -118,6 +119,7 @@ def describe(path: str, timeout: float = DESCRIBE_TIMEOUT) -> dict[str, Any]:
     try:
         proc = subprocess.Popen(
             [path, "--describe"],
+            env=child_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

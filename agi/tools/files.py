@@ -13,7 +13,15 @@ from typing import Any
 from agi.decoding import clean
 from agi.errors import ToolError
 from agi.tools.protocol import ToolContext, require
-from agi.tools.reading import SNIFF, Lines, deadline_check, open_regular
+from agi.tools.reading import (
+    SNIFF,
+    Lines,
+    check_writable,
+    deadline_check,
+    open_for_writing,
+    open_regular,
+    read_some,
+)
 
 READ_LIMIT = 2000  # lines returned by default
 LINE_LIMIT = 2000  # characters per line
@@ -31,7 +39,7 @@ def resolve(file_path: str, ctx: ToolContext) -> Path:
 def read_text(path: Path) -> str:
     """A whole text file, decoded so that writing it back gives the same bytes."""
     with open_regular(path) as f:
-        data = f.read()
+        data = read_some(f, -1, path)
     if b"\0" in data[:SNIFF]:
         raise ToolError(f"{path} is a binary file")
     return data.decode("utf-8", "surrogateescape")
@@ -77,7 +85,7 @@ class Read:
         started = self.interrupted
         check = deadline_check(ctx.deadline, lambda: self.interrupted != started)
         with open_regular(path) as f:
-            if b"\0" in f.read(SNIFF):
+            if b"\0" in read_some(f, SNIFF, path):
                 raise ToolError(f"{path} is a binary file")
             f.seek(0)
             lines = Lines(f, check, LINE_LIMIT * 4)  # a character is at most 4 bytes
@@ -123,7 +131,8 @@ class Write:
             raise ToolError(f"{path} is a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
         existed = path.exists()
-        path.write_text(content, encoding="utf-8")
+        with open_for_writing(path) as f:
+            f.write(content.encode("utf-8"))
         verb = "Replaced" if existed else "Created"
         return f"{verb} {path} ({len(content.encode())} bytes, {content.count(chr(10)) + 1} lines)"
 
@@ -152,6 +161,7 @@ class Edit:
             raise ToolError("old_string and new_string are the same")
         if not old:
             raise ToolError("old_string is empty; use Write to create a file")
+        check_writable(path)
         text = read_text(path)
         count = text.count(old)
         if count == 0:
@@ -165,7 +175,8 @@ class Edit:
                 "make it unique, or set replace_all"
             )
         edited = text.replace(old, new) if input.get("replace_all") else text.replace(old, new, 1)
-        path.write_bytes(edited.encode("utf-8", "surrogateescape"))
+        with open_for_writing(path) as f:
+            f.write(edited.encode("utf-8", "surrogateescape"))
         return f"Edited {path}: replaced {count if input.get('replace_all') else 1} occurrence(s)"
 
 

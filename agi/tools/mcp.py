@@ -140,7 +140,9 @@ class Server:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            env = {**os.environ, **spec["env"]}  # like Claude Code: the whole environment
+            from agi.process import child_env
+
+            env = child_env(spec["env"])  # like Claude Code: the whole environment, less the key
             params = StdioServerParameters(command=spec["command"], args=spec["args"], env=env)
             if self.stderr is not None:
                 self.stderr.close()

@@ -54,7 +54,9 @@ class ToolContext:
 
     def environ(self) -> dict[str, str] | None:
         """The whole environment for a process, or None when ours serves unchanged."""
-        return {**os.environ, **self.env} if self.env else None
+        from agi.process import child_env
+
+        return child_env(self.env)
 
 
 class Tool(Protocol):

@@ -5,6 +5,7 @@ reading."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -38,6 +39,68 @@ def _refuse_special(path: Path, mode: int) -> None:
         raise ToolError(f"{path} is not a regular file")
 
 
+def _own_output(path: Path, st: os.stat_result) -> None:
+    """agi's own stdout and stderr are not files a tool may write: the answer goes there."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
+            raise ToolError(f"{path} is agi's own {name}: the file tools do not write it")
+
+
+def _refuse_for_writing(path: Path, st: os.stat_result) -> None:
+    _own_output(path, st)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{path} is a directory")
+    for test, kind in KINDS:
+        if test(st.st_mode):
+            raise ToolError(
+                f"{path} is {kind}, not a regular file: the file tools do not write it "
+                "(it may block, or be a terminal or a device); use Bash with a bound"
+            )
+
+
+def check_writable(path: Path) -> None:
+    """Refuse, before anything is read or written, a path the file tools must not write."""
+    try:
+        _refuse_for_writing(path, os.stat(path))
+    except FileNotFoundError:
+        pass
+
+
+def open_for_writing(path: Path) -> BinaryIO:
+    """`path` opened to be replaced: created if missing; refused unopened when it is not a
+    regular file or is agi's own stdout/stderr (and checked again once open, before it is
+    truncated)."""
+    check_writable(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno in (errno.ENXIO, errno.EWOULDBLOCK):  # a FIFO with no reader
+            raise ToolError(f"{path} is not a regular file: the file tools do not write it") from e
+        raise
+    try:
+        _refuse_for_writing(path, os.fstat(fd))
+        os.set_blocking(fd, True)
+        os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "wb")
+
+
+def read_some(f: BinaryIO, size: int, path: Path | str = "the file") -> bytes:
+    """Read up to `size` bytes; a file with nothing to read yet (a kernel file such as
+    /proc/kmsg, opened without blocking) is refused rather than waited for."""
+    data = f.read(size)
+    if data is None:
+        raise ToolError(f"{path} has no data ready: it is not an ordinary file")
+    return data
+
+
 def open_regular(path: Path) -> BinaryIO:
     """The regular file at `path`, opened for reading; anything else is refused unopened
     (and checked again once open, in case it was swapped in between)."""
@@ -65,7 +128,7 @@ class Lines:
         if self.eof:
             return False
         self.check()
-        chunk = self.f.read(CHUNK)
+        chunk = read_some(self.f, CHUNK)
         self.scanned += len(chunk)
         if not chunk:
             self.eof = True

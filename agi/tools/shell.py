@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
+from agi.process import child_env
 from agi.tools.protocol import ToolContext, ToolText, require
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def run_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,  # one pipe: the order a terminal would show
         cwd=cwd,
-        env=env,
+        env=env if env is not None else child_env(),
         start_new_session=True,
     )
     if processes is not None:

@@ -13,7 +13,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
+from agi.process import child_env
 from agi.tools.keys import encode_keys
+from agi.tools.line_edit import MARK, LineEditor
 from agi.tools.protocol import ToolContext, require
 
 if TYPE_CHECKING:
@@ -197,6 +199,7 @@ class Program:
         self.eof = False
         self.stopping = False
         self.status: int | None = None
+        self.line = LineEditor()  # what is typed since the last Enter, for the permission rules
         self.pid, self.fd = spawn(command, cwd, rows, cols, env, sandbox)
         self.thread = threading.Thread(target=self.pump, name=f"terminal {id}", daemon=True)
         self.thread.start()
@@ -383,6 +386,16 @@ class Terminal:
             self.terminals.clear()
         end(programs)
 
+    def canonical(self, input: dict[str, Any]) -> set[str]:
+        """For the permission rules: the lines a `send` completes, as the shell will receive
+        them (the keys typed since the last Enter, editing keys applied)."""
+        if input.get("action") != "send" or not isinstance(input.get("keys"), str):
+            return set()
+        with self.lock:
+            program = self.terminals.get(str(input.get("id")))
+        editor = program.line.copy() if program is not None else LineEditor()
+        return {MARK + "\n".join(editor.feed(input["keys"]))}
+
     def find(self, id: str) -> Program:
         with self.lock:
             program = self.terminals.get(id)
@@ -407,6 +420,7 @@ class Terminal:
             return program.render(f"closed, {program.state()}")
         if action == "send":
             keys = require(input, "keys")
+            program.line.feed(keys)
             program.write(encode_keys(keys, DECCKM in program.screen.mode), wait)
         program.settle(wait)
         return program.render()
@@ -417,7 +431,7 @@ class Terminal:
         cols = number(input, "cols", DEFAULT_COLS, 10, 1000)
         if not os.path.isdir(ctx.cwd):
             raise ToolError(f"the working directory does not exist: {ctx.cwd}")
-        env = {**os.environ, **ctx.env}
+        env = child_env(ctx.env)
         env.pop("COLUMNS", None)
         env.pop("LINES", None)
         env["TERM"] = "xterm-256color"

@@ -1,0 +1,273 @@
+"""Commands that run other commands, and builtins that change what later commands do.
+
+`inner(words)` returns what a simple command makes bash run besides itself: other commands
+(`time rm x`, `env A=1 rm x`, `xargs rm`, `find . -exec rm {} ;`) and lines it evaluates
+(`bash -c 'rm x'`, `eval rm x`, `trap 'rm x' EXIT`, `watch rm x`). A wrapper whose options it
+does not know, a word it needs that has no single value, or a builtin that redefines commands
+(`alias`, `shopt -s expand_aliases`, `hash -p`, `enable`, `bind -x`, …) raises Unreducible.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from agi.claude.bash_words import INTEGER, NAME, Unreducible, Word, _name_ok, dangerous
+
+# wrapper: (flags, options taking a value, positional words before the command)
+WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "time": (frozenset({"-p"}), frozenset(), 0),
+    "nohup": (frozenset(), frozenset(), 0),
+    "builtin": (frozenset(), frozenset(), 0),
+    "coproc": (frozenset(), frozenset(), 0),
+    "busybox": (frozenset(), frozenset(), 0),
+    "nice": (frozenset(), frozenset({"-n", "--adjustment"}), 0),
+    "exec": (frozenset({"-c", "-l"}), frozenset({"-a"}), 0),
+    "command": (frozenset({"-p"}), frozenset(), 0),
+    "setsid": (frozenset({"-c", "--ctty", "-f", "--fork", "-w", "--wait"}), frozenset(), 0),
+    "stdbuf": (frozenset(), frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), 0),
+    "timeout": (
+        frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
+        frozenset({"-s", "--signal", "-k", "--kill-after"}),
+        1,
+    ),
+    "env": (
+        frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"}),
+        frozenset({"-u", "--unset", "-C", "--chdir"}),
+        0,
+    ),
+    "sudo": (
+        frozenset(
+            {"-E", "-H", "-n", "-P", "-S", "-b", "-k", "--preserve-env", "--non-interactive"}
+        ),
+        frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"}),
+        0,
+    ),
+    "doas": (frozenset({"-n", "-s"}), frozenset({"-u", "-C"}), 0),
+    "ionice": (frozenset({"-t"}), frozenset({"-c", "-n", "-p", "-P", "-u"}), 0),
+    "xargs": (
+        frozenset({"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "-x"})
+        | frozenset({"--interactive", "--exit", "-o", "--open-tty"}),
+        frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "-P", "-s"})
+        | frozenset({"--max-args", "--max-procs", "--max-chars", "--process-slot-var", "-e"}),
+        0,
+    ),
+}
+SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash"})
+SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+SAFE_SHOPTS = frozenset(
+    {"globstar", "nullglob", "dotglob", "extglob", "failglob", "nocaseglob", "nocasematch"}
+    | {"lastpipe", "globasciiranges", "checkwinsize", "histappend", "inherit_errexit"}
+)
+RESERVED = frozenset(
+    {"{", "}", "(", ")", "!", "[[", "]]", "if", "then", "else", "elif", "fi", "case", "esac"}
+    | {"for", "while", "until", "do", "done", "in", "function", "select", "coproc", "time"}
+)
+
+
+def need(word: Word) -> str:
+    """The single value of a word the judge must know, or Unreducible."""
+    if word.value is None or not word.plain:
+        raise Unreducible
+    return word.value
+
+
+def program(name: str) -> str:
+    """A path to a program names the program: `/bin/rm` is `rm`."""
+    return os.path.basename(name) if "/" in name else name
+
+
+def inner(words: list[Word], fed: bool = True) -> tuple[list[list[Word]], list[str]]:
+    """(commands this one runs, lines it evaluates); Unreducible when unsure. `fed`: its stdin
+    is a pipe or a redirection (a shell reading commands from it runs what no rule sees)."""
+    name = program(need(words[0]))
+    args = words[1:]
+    if name in WRAPPERS:
+        return _wrapped(name, args), []
+    if name in SHELLS:
+        return [], _shell(args, fed)
+    if name == "eval":
+        return [], [" ".join(need(w) for w in args)] if args else []
+    if name == "trap":
+        return [], _trap(args)
+    if name == "watch":
+        return [], _watch(args)
+    if name == "find":
+        return _find(args), []
+    _builtin(name, args)
+    return [], []
+
+
+def _options(args: list[Word], flags: frozenset[str], valued: frozenset[str]) -> int:
+    """How many words the options take."""
+    at = 0
+    while at < len(args):
+        value = need(args[at])
+        if value == "--":
+            return at + 1
+        if not value.startswith("-") or value == "-" and "-" not in flags:
+            return at
+        if value in flags:
+            at += 1
+        elif value in valued:
+            need(args[at + 1]) if at + 1 < len(args) else None
+            at += 2
+        elif (
+            value.startswith("--")
+            and value.partition("=")[0] in valued
+            or value[:2] in valued
+            and len(value) > 2
+            or re.fullmatch(r"-[0-9]+", value)
+        ):
+            at += 1
+        else:
+            raise Unreducible
+    return at
+
+
+def _wrapped(name: str, args: list[Word]) -> list[list[Word]]:
+    flags, valued, positional = WRAPPERS[name]
+    if name == "command" and any(w.value in ("-v", "-V") for w in args[:2]):
+        return []  # `command -v x` only looks x up
+    at = _options(args, flags, valued)
+    if name == "env":
+        while at < len(args) and "=" in (args[at].value or "="):
+            variable = need(args[at]).partition("=")[0]
+            if dangerous(variable) or not NAME.fullmatch(variable):
+                raise Unreducible  # `env PATH=… ls` runs another ls
+            at += 1
+    for _ in range(positional):
+        need(args[at]) if at < len(args) else None
+        at += 1
+    rest = args[at:]
+    if not rest:
+        return [] if name != "xargs" else [[Word("echo", "echo")]]
+    if name == "coproc" and need(rest[0]) in RESERVED | {"((", "[["}:
+        raise Unreducible
+    return [rest]
+
+
+def _shell(args: list[Word], fed: bool) -> list[str]:
+    """`bash -c LINE`: the line; `bash FILE`: nothing more to judge; `bash` alone reads its
+    commands from stdin: from a pipe or a file no rule sees them (from a terminal, each line
+    typed is judged; the Bash tool's stdin is empty)."""
+    at = 0
+    command = False
+    while at < len(args):
+        value = need(args[at])
+        if value in SHELL_VALUE_OPTIONS:
+            at += 2
+            continue
+        if value == "--":
+            at += 1
+            break
+        if not value.startswith(("-", "+")) or value in ("-", "+"):
+            break
+        if not value.startswith("--") and "c" in value:
+            command = True
+        at += 1
+    if command:
+        if at >= len(args):
+            raise Unreducible
+        return [need(args[at])]
+    if (at >= len(args) or args[at].value == "-") and fed:
+        raise Unreducible  # the commands come from a pipe or a file
+    return []
+
+
+def _trap(args: list[Word]) -> list[str]:
+    values = [need(w) for w in args]
+    if not values or values[0] in ("-p", "-l", "-P"):
+        return []
+    if values[0] == "--":
+        values = values[1:]
+    if not values or values[0] == "-" or INTEGER.fullmatch(values[0]) and len(values) == 1:
+        return []
+    return [values[0]]
+
+
+def _watch(args: list[Word]) -> list[str]:
+    flags = frozenset({"-b", "-c", "-e", "-g", "-t", "-p", "-d", "-r", "-w", "-C"})
+    at = _options(args, flags | {"--beep", "--color", "--no-title", "--precise"}, frozenset())
+    if any(w.value in ("-x", "--exec") for w in args[:at]):
+        raise Unreducible
+    valued = _options(args, flags, frozenset({"-n", "--interval", "-q"}))
+    return [" ".join(need(w) for w in args[max(at, valued) :])] if args[max(at, valued) :] else []
+
+
+def _find(args: list[Word]) -> list[list[Word]]:
+    found = []
+    at = 0
+    while at < len(args):
+        if args[at].value in FIND_EXEC:
+            end = at + 1
+            while end < len(args) and args[end].value not in (";", "+"):
+                end += 1
+            command = args[at + 1 : end]
+            if not command or need(command[0]) == "{}" or "{}" in need(command[0]):
+                raise Unreducible  # the found file is what runs
+            found.append(command)
+            at = end
+        at += 1
+    return found
+
+
+def _builtin(name: str, args: list[Word]) -> None:
+    """Builtins that change what later commands run, or evaluate names: raise Unreducible."""
+    values = [w.value for w in args]
+    if name in ("alias", "enable", "bind", "fc", "complete", "compgen", "unalias"):
+        if name == "alias" and all(v is not None and "=" not in v for v in values):
+            return  # listing aliases
+        if name == "bind" and not any(v is None or v.startswith("-x") for v in values):
+            return
+        if args:
+            raise Unreducible
+        return
+    if name == "hash" and any(v is None or v.startswith("-p") for v in values):
+        raise Unreducible
+    if name == "shopt":
+        chosen = set(values) - {"-s", "-u", "-q", "-p"}
+        setting = bool({"-s", "-u"} & set(values))
+        if None in chosen or setting and not chosen <= SAFE_SHOPTS:
+            raise Unreducible
+    if name in ("read", "mapfile", "readarray", "getopts", "unset", "wait", "printf", "let"):
+        _names(name, args)
+
+
+NAME_OPTIONS = {"read": "adinNptu", "mapfile": "dnOsuc", "readarray": "dnOsuc", "wait": "p"}
+
+
+def _names(name: str, args: list[Word]) -> None:
+    """Builtins that take variable names: each must be a plain name (a subscript is arithmetic,
+    and a name of unknown value may be one)."""
+    if name == "printf":
+        if args and args[0].value == "-v" and (len(args) < 2 or not _name_ok(need(args[1]))):
+            raise Unreducible
+        return
+    values = [need(w) for w in args]
+    if name == "let":
+        for v in values:  # only numbers, operators and the names assigned to
+            bare = re.sub(r"[A-Za-z_]\w*(?=\s*(?:[-+*/%&|^]|<<|>>)?=(?!=))", "", v)
+            if re.search(r"[$`\[A-Za-z_]", bare):
+                raise Unreducible
+        return
+    if name in ("mapfile", "readarray") and any(v.startswith("-C") for v in values):
+        raise Unreducible
+    names: list[str] = []
+    valued = NAME_OPTIONS.get(name, "")
+    at = 0
+    while at < len(values):
+        v = values[at]
+        if v.startswith("-") and len(v) > 1 and name != "getopts":
+            if v[-1] in valued and name in NAME_OPTIONS:
+                if at + 1 < len(values) and v[-1] == {"read": "a", "wait": "p"}.get(name):
+                    names.append(values[at + 1])
+                at += 1
+        else:
+            names.append(v)
+        at += 1
+    if name == "getopts":
+        names = names[1:2]
+    if not all(_name_ok(n) for n in names):
+        raise Unreducible

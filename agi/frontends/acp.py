@@ -1,0 +1,37 @@
+"""`agi --acp`: an Agent Client Protocol (v1) agent on stdio, for editors (CONTRACT section 16).
+
+JSON-RPC over stdin/stdout through the official `agent-client-protocol` library (imported only
+here); stdout carries nothing else. Each ACP session is an ordinary agi session directory whose
+absolute path is the sessionId; its turns run on worker threads, several sessions at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+
+def serve(args: argparse.Namespace, flags: Any) -> int:
+    """Serve until stdin closes (exit 0); `flags` is the command line's layer of options, for
+    every session. Bad settings are a usage error before anything is served."""
+    try:
+        import acp  # noqa: F401
+    except ImportError:
+        from agi.errors import UsageError
+
+        raise UsageError(
+            "--acp needs the agent-client-protocol package "
+            "(pip install 'agi-cli[acp]', or pip install agent-client-protocol)"
+        ) from None
+    from agi.frontends import acp_server
+
+    server = acp_server.Server(args, flags)
+    server.check()  # the model and options resolve now: exit 2 before the editor waits
+    try:
+        asyncio.run(server.main())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+    return 0

@@ -1,0 +1,140 @@
+"""From a session's worker thread to the editor: notifications (in order, never waited for),
+requests that block the worker until answered or dropped (a cancel, a client gone), the
+editor's files, and the view that turns a run's events into `session/update`s."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import sys
+import threading
+from typing import Any
+
+from agi.errors import ToolError
+from agi.frontends import acp_tools
+from agi.frontends.render import Silent
+from agi.messages import Notice, ReasoningDelta, TextDelta, ToolEnd, ToolStart, UsageEvent
+
+
+def _quiet(future: concurrent.futures.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # a notification to a client that went away: nothing to do
+
+
+class Dropped(Exception):
+    """A request to the editor that was dropped before it was answered."""
+
+
+class Bridge:
+    def __init__(self, loop: asyncio.AbstractEventLoop, conn: Any, session_id: str):
+        self.loop, self.conn, self.session_id = loop, conn, session_id
+        self.pending: set[concurrent.futures.Future[Any]] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def notify(self, update: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        call = self.conn.session_update(session_id=self.session_id, update=update)
+        asyncio.run_coroutine_threadsafe(call, self.loop).add_done_callback(_quiet)
+
+    def call(self, coroutine: Any) -> Any:
+        """Run a request on the loop and wait for its answer; Dropped when it is dropped."""
+        with self.lock:
+            if self.closed:
+                coroutine.close()
+                raise Dropped()
+            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+            self.pending.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise Dropped() from None
+        finally:
+            with self.lock:
+                self.pending.discard(future)
+
+    def drop(self, close: bool = False) -> None:
+        """Drop every request waiting for an answer (from any thread)."""
+        with self.lock:
+            self.closed = self.closed or close
+            pending = list(self.pending)
+        for future in pending:
+            future.cancel()
+
+
+class EditorFiles:
+    """The editor's files (acp_files.Files) over `fs/read_text_file` and `fs/write_text_file`."""
+
+    def __init__(self, bridge: Bridge, reads: bool, writes: bool):
+        self.bridge, self.reads, self.writes = bridge, reads, writes
+
+    def read(self, path: str) -> str:
+        try:
+            call = self.bridge.conn.read_text_file(session_id=self.bridge.session_id, path=path)
+            return str(self.bridge.call(call).content)
+        except Dropped:
+            raise ToolError(f"cannot read {path}: the editor did not answer (cancelled)") from None
+        except Exception as e:  # the client's error, in its words
+            raise ToolError(f"cannot read {path} in the editor: {_said(e)}") from e
+
+    def write(self, path: str, text: str) -> None:
+        try:
+            call = self.bridge.conn.write_text_file(
+                session_id=self.bridge.session_id, path=path, content=text
+            )
+            self.bridge.call(call)
+        except Dropped:
+            raise ToolError(f"cannot write {path}: the editor did not answer (cancelled)") from None
+        except Exception as e:
+            raise ToolError(f"cannot write {path} in the editor: {_said(e)}") from e
+
+    def current(self, path: str) -> str | None:
+        """A file's text before a Write or Edit (for its diff); None when there is none."""
+        if not os.path.exists(path):
+            return None
+        if self.reads:
+            return self.read(path)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+def _said(error: Exception) -> str:
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    data = getattr(error, "data", None)
+    return f"{message} ({data})" if isinstance(data, str | dict) and data else str(message)
+
+
+class EditorView(Silent):
+    """A run's events as `session/update` notifications."""
+
+    def __init__(self, session: Any):
+        super().__init__()
+        self.session = session
+
+    def warn(self, text: str) -> None:
+        if self.session.verbose:
+            sys.stderr.write(f"agi: {text}\n")
+            sys.stderr.flush()
+
+    def handle(self, event: Any) -> None:
+        notify = self.session.bridge.notify
+        if isinstance(event, TextDelta):
+            notify(_chunk("agent_message_chunk", event.text))
+        elif isinstance(event, ReasoningDelta):
+            notify(_chunk("agent_thought_chunk", event.text))
+        elif isinstance(event, ToolStart):
+            self.session.announce(event.call.id, event.call.name, event.input)
+        elif isinstance(event, ToolEnd):
+            edit = self.session.edits.pop(event.call.id, None)
+            failed = event.is_error or self.session.cancelled.is_set()  # killed by a cancel
+            notify(acp_tools.end(event.call.id, event.result, failed, edit))
+        elif isinstance(event, UsageEvent):
+            notify(self.session.usage_update(event.usage))
+        elif isinstance(event, Notice):
+            notify(_chunk("agent_thought_chunk", f"\n[agi: {event.text}]\n"))
+
+
+def _chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}

@@ -1,0 +1,114 @@
+"""Read, Write and Edit through the editor (`fs/read_text_file`, `fs/write_text_file`) when the
+client advertises them: the model sees unsaved buffers and edits land in the editor."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from agi.decoding import clean
+from agi.errors import ToolError
+from agi.tools.files import LINE_LIMIT, READ_LIMIT, Edit, Read, Write, positive_int, resolve
+from agi.tools.protocol import ToolContext, require
+
+
+class Files(Protocol):
+    """The editor's files: `read` gives a file's text (ToolError when it cannot), `write`
+    replaces it; `reads`/`writes` say what the client advertised."""
+
+    reads: bool
+    writes: bool
+
+    def read(self, path: str) -> str: ...
+    def write(self, path: str, text: str) -> None: ...
+
+
+def numbered(path: str, text: str, offset: int, limit: int) -> str:
+    """What Read returns for `text`: numbered lines from `offset`, at most `limit`."""
+    if not text:
+        return f"({path} is empty)"
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if offset > len(lines):
+        raise ToolError(f"{path} has only {len(lines)} lines; offset {offset} is past the end")
+    shown = lines[offset - 1 : offset - 1 + limit]
+    out = []
+    for n, line in enumerate(shown, offset):
+        line = line.removesuffix("\r")
+        cut = " [line truncated]" if len(line) > LINE_LIMIT else ""
+        out.append(f"{n:6}\t{line[:LINE_LIMIT]}{cut}")
+    rest = len(lines) - (offset - 1 + len(shown))
+    if rest > 0:
+        out.append(f"({rest} more lines; read on with offset {offset + len(shown)})")
+    return "\n".join(out)
+
+
+class EditorRead(Read):
+    def __init__(self, files: Files):
+        super().__init__()
+        self.files = files
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        path = resolve(require(input, "file_path"), ctx)
+        offset = positive_int(input, "offset", 1)
+        limit = positive_int(input, "limit", READ_LIMIT)
+        text = self.files.read(str(path))
+        if "\0" in text[:8192]:
+            raise ToolError(f"{path} is a binary file")
+        return numbered(str(path), text, offset, limit)
+
+
+class EditorWrite(Write):
+    def __init__(self, files: Files):
+        self.files = files
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
+        content = clean(require(input, "content"))
+        if path.is_dir():
+            raise ToolError(f"{path} is a directory")
+        existed = path.exists()
+        self.files.write(str(path), content)
+        verb = "Replaced" if existed else "Created"
+        return f"{verb} {path} ({len(content.encode())} bytes, {content.count(chr(10)) + 1} lines)"
+
+
+class EditorEdit(Edit):
+    def __init__(self, files: Files):
+        self.files = files
+
+    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
+        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
+        old, new = require(input, "old_string"), require(input, "new_string")
+        if old == new:
+            raise ToolError("old_string and new_string are the same")
+        if not old:
+            raise ToolError("old_string is empty; use Write to create a file")
+        text = self.files.read(str(path))
+        count = text.count(old)
+        if count == 0:
+            raise ToolError(f"old_string was not found in {path}")
+        every = bool(input.get("replace_all"))
+        if count > 1 and not every:
+            raise ToolError(
+                f"old_string occurs {count} times in {path}; give more context to "
+                "make it unique, or set replace_all"
+            )
+        self.files.write(str(path), text.replace(old, new) if every else text.replace(old, new, 1))
+        return f"Edited {path}: replaced {count if every else 1} occurrence(s)"
+
+
+def through_editor(tools: list[Any], files: Files) -> list[Any]:
+    """The run's tools with Read (when the client reads) and Write and Edit (when it writes)
+    replaced by ones that go through the editor."""
+    swap: dict[str, Any] = {}
+    if files.reads:
+        swap["Read"] = EditorRead
+    if files.writes and files.reads:  # an Edit reads the text it changes
+        swap["Edit"] = EditorEdit
+    if files.writes:
+        swap["Write"] = EditorWrite
+    return [
+        swap[t.name](files) if t.name in swap and type(t) in (Read, Write, Edit) else t
+        for t in tools
+    ]

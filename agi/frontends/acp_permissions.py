@@ -1,0 +1,135 @@
+"""Permissions through the editor (CONTRACT section 16). The decisions are agi.claude.guard's
+(rules first, then the session's mode); this module is the editor's side: the modes as ACP
+lists them, the question as `session/request_permission` (sent after the `tool_call` it
+concerns, with its diff), and the rules `allow_always` / `reject_always` add, kept in the
+session directory in Claude Code's settings format (`settings.json`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+MODES = {
+    "default": ("Default", "Calls that can change something ask first"),
+    "acceptEdits": ("Accept edits", "Edits inside the working directory run without asking"),
+    "plan": ("Plan", "Only tools that change nothing are offered"),
+    "bypassPermissions": ("Bypass permissions", "Nothing asks, except ask rules and hooks"),
+}
+OPTIONS = [
+    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
+]
+RULES_FILE = "settings.json"
+
+
+def modes_state(current: str) -> dict[str, Any]:
+    return {
+        "currentModeId": current,
+        "availableModes": [
+            {"id": mode, "name": name, "description": about}
+            for mode, (name, about) in MODES.items()
+        ],
+    }
+
+
+class SessionRules:
+    """The rules a person added in the editor, in `SESSION/settings.json` as Claude Code
+    writes them: `{"permissions": {"allow": [...], "deny": [...]}}`."""
+
+    def __init__(self, directory: Path):
+        self.file = directory / RULES_FILE
+        self.lock = threading.Lock()
+        self.allow: list[str] = []
+        self.deny: list[str] = []
+        try:
+            table = json.loads(self.file.read_text(encoding="utf-8")).get("permissions") or {}
+            self.allow = [r for r in table.get("allow") or [] if isinstance(r, str)]
+            self.deny = [r for r in table.get("deny") or [] if isinstance(r, str)]
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def rules(self) -> list[Any]:
+        """As agi.claude.permissions rules (a hand-edited bad one is skipped)."""
+        from agi.claude.guard import LEARNED
+        from agi.claude.permissions import parse_rule
+
+        out = []
+        for kind, texts in (("deny", self.deny), ("allow", self.allow)):
+            for text in texts:
+                try:
+                    out.append(parse_rule(text, kind, LEARNED, str(self.file.parent)))
+                except Exception:
+                    continue
+        return out
+
+    def add(self, answer: str, rule: str) -> None:
+        """Keep the rule an `allow_always` or `reject_always` answer added."""
+        with self.lock:
+            target = self.allow if answer == "allow_always" else self.deny
+            if rule in target:
+                return
+            target.append(rule)
+            data = {"permissions": {"allow": self.allow, "deny": self.deny}}
+            tmp = self.file.with_name(f".{RULES_FILE}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            os.replace(tmp, self.file)
+
+
+class EditorAsk:
+    """The Guard's `ask` callback (agi.claude.asking): `session/request_permission`."""
+
+    def __init__(self, session: Any):
+        self.session = session
+
+    def present(self) -> bool:
+        return True  # a person is at the editor: Notification hooks fire
+
+    def __call__(self, request: Any) -> str | None:
+        from agi.frontends.acp_bridge import Dropped
+
+        session = self.session
+        tool_call = session.announce(request.call_id, request.tool, request.input, again=True)
+        call = session.bridge.conn.request_permission(
+            session_id=session.id, tool_call=tool_call, options=OPTIONS
+        )
+        try:
+            response = session.bridge.call(call)
+        except Dropped:
+            return None
+        except Exception:  # the client failed or went away: nobody answered
+            return None
+        outcome = response.outcome
+        answer = getattr(outcome, "option_id", None)
+        if getattr(outcome, "outcome", None) != "selected" or answer not in [
+            o["optionId"] for o in OPTIONS
+        ]:
+            return None
+        if answer in ("allow_always", "reject_always"):
+            from agi.claude.guard import LEARNED
+            from agi.claude.permissions import parse_rule
+
+            session.rules.add(answer, request.suggestion)
+            kind = "allow" if answer == "allow_always" else "deny"
+            session.learned.append(parse_rule(request.suggestion, kind, LEARNED, session.cwd))
+        return str(answer)
+
+
+class Started:
+    """The toolbox's guard, telling the editor when a call it allowed starts running."""
+
+    def __init__(self, guard: Any, session: Any):
+        self.inner, self.session = guard, session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def check(self, call_id: str, *args: Any, **kwargs: Any) -> str | None:
+        denial = self.inner.check(call_id, *args, **kwargs)
+        if denial is None:
+            self.session.started(call_id)
+        return denial

@@ -1,0 +1,348 @@
+"""The ACP agent: the protocol's methods over agi's sessions (CONTRACT section 16). The
+`acp` library carries the JSON-RPC; a failure is a JSON-RPC error whose message is agi's one
+line, and the session stays usable."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agi import __version__
+from agi.errors import AgiError, UsageError
+from agi.frontends import acp_text as front
+from agi.frontends.acp_permissions import MODES, modes_state
+
+NOT_FOUND = -32002  # ACP's "resource not found": an unknown session
+INVALID = -32602
+FAILED = -32603  # agi's own failures (exit 3-6): the message is agi's one line
+
+
+def error(code: int, message: str) -> Exception:
+    from acp import RequestError
+
+    return RequestError(code, message)
+
+
+class Server:
+    """Everything `agi --acp` serves: the options of the command line, the client's
+    capabilities, and the sessions by id."""
+
+    def __init__(self, args: argparse.Namespace, flags: Any):
+        self.args, self.flags = args, flags
+        self.verbose = bool(args.verbose)
+        self.sessions: dict[str, Any] = {}
+        self.loop: Any = None
+        self.conn: Any = None
+        self.fs = (False, False)  # the client reads / writes text files for us
+        self.mode = "default"
+        self.home = Path()
+
+    # --- settings and runs -------------------------------------------------------------------
+
+    def check(self) -> None:
+        settings = self.settings_for(None, [])
+        self.home = settings.home
+        mode = settings.permissions.mode if settings.permissions is not None else "default"
+        self.mode = mode if mode in MODES else "default"
+
+    def settings_for(self, model: str | None, mcp: list[Any]) -> Any:
+        from agi.options import overlay
+        from agi.settings import Settings
+
+        layers = [self.flags]
+        if model:
+            layers.append(overlay("ACP session", {"model": "ACP session: model"}, model=model))
+        settings = Settings.load(*layers)
+        if mcp:
+            tools = dataclasses.replace(settings.tools, mcp=[*settings.tools.mcp, *mcp])
+            settings = dataclasses.replace(settings, tools=tools)
+        return settings
+
+    def make_run(self, settings: Any, view: Any, session: Any) -> Any:
+        from agi.frontends.acp_run import EditorRun
+
+        return EditorRun(settings, time.monotonic(), view=view, editor=session)
+
+    def models(self, current: str) -> list[dict[str, str]]:
+        """The model select: the session's model and every model the config file names."""
+        from agi.config import config_path, load_file
+
+        try:
+            data = load_file(config_path())
+        except AgiError:
+            data = {}
+        names = [current]
+        for table in ("models", "prices"):
+            for name in data.get(table) or {}:
+                label = name if ":" in name else f"{current.partition(':')[0]}:{name}"
+                if label not in names:
+                    names.append(label)
+        return [{"value": n, "name": n} for n in names]
+
+    def config_options(self, session: Any) -> list[dict[str, Any]]:
+        current = session.model or session.label
+        return [
+            {
+                "id": "model",
+                "name": "Model",
+                "category": "model",
+                "type": "select",
+                "currentValue": current,
+                "options": self.models(current),
+            },
+            {
+                "id": "mode",
+                "name": "Permission mode",
+                "category": "mode",
+                "type": "select",
+                "currentValue": session.mode,
+                "options": [
+                    {"value": m, "name": n, "description": d} for m, (n, d) in MODES.items()
+                ],
+            },
+        ]
+
+    def commands(self, settings: Any) -> list[dict[str, Any]]:
+        out = [
+            {
+                "name": "compact",
+                "description": "compact the conversation now (words after it: what to keep)",
+                "input": {"hint": "what the summary keeps"},
+            }
+        ]
+        for command in sorted(settings.commands, key=lambda c: c.name):
+            entry: dict[str, Any] = {"name": command.name, "description": command.summary() or "-"}
+            out.append(entry)
+        return out
+
+    # --- the protocol ------------------------------------------------------------------------
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **_: Any,
+    ) -> Any:
+        fs = getattr(client_capabilities, "fs", None)
+        self.fs = (
+            bool(getattr(fs, "read_text_file", False)),
+            bool(getattr(fs, "write_text_file", False)),
+        )
+        from acp.schema import InitializeResponse
+
+        return InitializeResponse.model_validate(
+            {
+                "protocolVersion": 1,
+                "agentCapabilities": {
+                    "loadSession": True,
+                    "promptCapabilities": {"embeddedContext": True},
+                    "mcpCapabilities": {"http": True, "sse": True},
+                    "sessionCapabilities": {"list": {}},
+                },
+                "agentInfo": {"name": "agi", "title": "agi", "version": __version__},
+                "authMethods": [],
+            }
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> Any:
+        return None
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> Any:
+        from acp.schema import NewSessionResponse
+
+        from agi.sessions.session import SessionIndex
+
+        cwd = self._cwd(cwd)
+        path = SessionIndex(self.home).default_path().resolve()
+        session = await self._open(path, cwd, mcp_servers, loaded=False)
+        response = {"sessionId": session.id, "modes": modes_state(session.mode)}
+        response["configOptions"] = self.config_options(session)
+        asyncio.get_running_loop().call_soon(self._later, self._send_commands(session))
+        return NewSessionResponse.model_validate(response)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
+    ) -> Any:
+        from acp.schema import LoadSessionResponse
+
+        from agi.frontends.acp_replay import replay
+
+        try:
+            path = front.known_session(session_id)
+        except UsageError as e:
+            raise error(NOT_FOUND, str(e)) from None
+        old = self.sessions.get(str(path))
+        if old is not None and old.busy:
+            raise error(INVALID, f"session {session_id} is busy: its turn is still running")
+        session = await self._open(path, self._cwd(cwd), mcp_servers, loaded=True)
+        for update in replay(session.run.session, session.cwd):
+            await self.conn.session_update(session_id=session.id, update=update)
+        asyncio.get_running_loop().call_soon(self._later, self._send_commands(session))
+        response = {
+            "modes": modes_state(session.mode),
+            "configOptions": self.config_options(session),
+        }
+        return LoadSessionResponse.model_validate(response)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> Any:
+        from acp.schema import ListSessionsResponse
+
+        found = await asyncio.to_thread(front.list_sessions, self.home, cwd)
+        return ListSessionsResponse.model_validate({"sessions": found})
+
+    async def set_session_mode(self, mode_id: str, session_id: str, **_: Any) -> Any:
+        session = self._session(session_id)
+        if mode_id not in MODES:
+            raise error(INVALID, f"unknown mode {mode_id!r} (one of {', '.join(MODES)})")
+        session.set_mode(mode_id)
+        await self.conn.session_update(
+            session_id=session.id,
+            update={"sessionUpdate": "current_mode_update", "currentModeId": mode_id},
+        )
+        return None
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **_: Any) -> Any:
+        from acp.schema import SetSessionConfigOptionResponse
+
+        session = self._session(session_id)
+        if config_id == "mode":
+            await self.set_session_mode(str(value), session_id)
+        elif config_id == "model":
+            known = [m["value"] for m in self.models(session.model or session.label)]
+            if not isinstance(value, str) or not value.strip():
+                raise error(INVALID, f"bad model {value!r}")
+            if value not in known and ":" not in value:
+                raise error(INVALID, f"unknown model {value!r} (one of {', '.join(known)})")
+            try:
+                await asyncio.to_thread(self.settings_for, value, [])  # resolves, or says why
+            except AgiError as e:
+                raise error(INVALID, str(e)) from None
+            session.set_model(value)
+        else:
+            raise error(INVALID, f"unknown config option {config_id!r} (model, mode)")
+        return SetSessionConfigOptionResponse.model_validate(
+            {"configOptions": self.config_options(session)}
+        )
+
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> Any:
+        from acp.schema import PromptResponse
+
+        from agi.frontends.acp_session import Failed
+
+        session = self._session(session_id)
+        if session.busy:
+            raise error(INVALID, f"session {session_id} is busy: its turn is still running")
+        text = front.prompt_text(prompt)
+        if not text.strip():
+            raise error(INVALID, "empty prompt: send a text block")
+        try:
+            stop = await session.prompt(text)
+        except Failed as e:
+            raise error(FAILED, str(e)) from None
+        return PromptResponse.model_validate({"stopReason": stop})
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise error(-32601, f"method not found: _{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _cwd(self, cwd: str) -> str:
+        if not isinstance(cwd, str) or not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            raise error(INVALID, f"cwd must be an absolute path of a directory, not {cwd!r}")
+        return cwd
+
+    def _session(self, session_id: str) -> Any:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise error(NOT_FOUND, f"unknown session {session_id!r}: create or load it first")
+        return session
+
+    async def _open(self, path: Path, cwd: str, mcp_servers: Any, loaded: bool) -> Any:
+        from agi.frontends.acp_session import EditorSession
+
+        session = EditorSession(self, path, cwd, mcp_sources(mcp_servers), loaded)
+        try:
+            await asyncio.to_thread(session.build)
+        except AgiError as e:
+            raise error(FAILED, str(e)) from None
+        old = self.sessions.get(session.id)
+        if old is not None:
+            await asyncio.to_thread(old.finish)
+        self.sessions[session.id] = session
+        front.log(self.verbose, f"session {session.id} in {cwd}")
+        return session
+
+    def _later(self, coroutine: Any) -> None:
+        asyncio.ensure_future(coroutine)
+
+    async def _send_commands(self, session: Any) -> None:
+        update = {"sessionUpdate": "available_commands_update"}
+        update["availableCommands"] = self.commands(session.run.settings)
+        try:
+            await self.conn.session_update(session_id=session.id, update=update)
+        except Exception:
+            pass
+
+    async def main(self) -> None:
+        from acp import run_agent
+
+        self.loop = asyncio.get_running_loop()
+        try:
+            await run_agent(self)
+        finally:
+            for session in list(self.sessions.values()):
+                session.close()  # the client is gone: stop every turn, drop every question
+
+    def shutdown(self) -> None:
+        """After the connection: wait briefly for the turns to end, then end what they ran."""
+        deadline = time.monotonic() + 2
+        for session in list(self.sessions.values()):
+            if session.worker is not None:
+                session.worker.join(max(0.0, deadline - time.monotonic()))
+            session.finish()
+        sys.stdout.flush()
+
+
+def mcp_sources(servers: Any) -> list[Any]:
+    """session/new's `mcpServers` as agi's MCP sources (stdio, http, sse)."""
+    from agi.tools.mcp_config import McpSource
+
+    table: dict[str, Any] = {}
+    for server in servers or []:
+        data = (
+            server.model_dump(by_alias=True, exclude_none=True)
+            if hasattr(server, "model_dump")
+            else dict(server)
+        )
+        name = str(data.get("name") or "")
+        if "command" in data:
+            env = {e["name"]: e["value"] for e in data.get("env") or []}
+            table[name] = {"command": data["command"], "args": data.get("args") or [], "env": env}
+        elif "url" in data:
+            headers = {h["name"]: h["value"] for h in data.get("headers") or []}
+            table[name] = {
+                "type": data.get("type") or "http",
+                "url": data["url"],
+                "headers": headers,
+            }
+    return [McpSource(data=table)] if table else []

@@ -1,0 +1,229 @@
+"""One ACP session: an ordinary agi session directory (its absolute path is the sessionId), the
+run that serves it, and its turns, each on a worker thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any
+
+from agi.errors import AgiError, Cancelled, StepLimit
+from agi.frontends import acp_tools
+from agi.frontends.acp_bridge import Bridge, EditorFiles, EditorView
+from agi.frontends.acp_permissions import SessionRules
+
+
+class Failed(Exception):
+    """A turn that failed as agi reports it: one line, and the exit code it would have had."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+class EditorSession:
+    def __init__(self, server: Any, path: Path, cwd: str, mcp: list[Any], loaded: bool):
+        self.server, self.path, self.cwd, self.mcp = server, path, cwd, mcp
+        self.id = str(path)
+        self.loaded = loaded  # session/load: SessionStart says "resume"
+        self.verbose = server.verbose
+        self.mode = server.mode
+        self.model: str | None = None  # set_config_option: provider:model
+        self.rules = SessionRules(path)
+        self.bridge = Bridge(server.loop, server.conn, self.id)
+        caps = server.fs
+        self.files = EditorFiles(self.bridge, caps[0], caps[1])
+        self.label = ""  # the model's provider:model
+        self.learned: list[Any] = []  # the session's rules; "always" answers are added
+        self.worker: threading.Thread | None = None
+        self.run: Any = None
+        self.stale = True  # the model changed: a new run before the next turn
+        self.busy = False
+        self.cancelled = threading.Event()
+        self.edits: dict[str, Any] = {}  # call id -> the diff of a Write or Edit
+        self.announced: dict[str, dict[str, Any]] = {}
+        self.prior_cost = 0.0  # what the session cost before this process served it
+        self.started_hooks = False
+
+    def directories(self) -> list[str]:
+        return [self.cwd]
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def build(self) -> None:
+        """A run for the session with its current model and mode (on a worker thread)."""
+        if self.run is not None:
+            self.run.close()
+            self.run = None
+        from agi.claude.permissions import Permissions
+        from agi.messages import Usage
+
+        settings = self.server.settings_for(self.model, self.mcp)
+        given = settings.permissions or Permissions()
+        self.learned = [*self.rules.rules(), *given.rules]  # "always" answers join it
+        settings = dataclasses.replace(settings, permissions=Permissions(self.learned, self.mode))
+        self.label = settings.model.label
+        run = self.server.make_run(settings, EditorView(self), self)
+        session = run.open(self.path, False)
+        with run.locked():
+            session.write_meta(model=self.label, cwd=self.cwd, acp=True)
+        run.assemble(settings)
+        self.run, self.stale = run, False
+        self.prior_cost = (Usage.from_dict(session.meta.get("usage")).cost or 0.0) - (
+            run.meter.total.cost or 0.0
+        )
+
+    def set_mode(self, mode: str) -> None:
+        self.mode = mode
+        run = self.run
+        if run is not None:
+            run.ctx.mode = mode
+            guard = run.agent.toolbox.guard if run.agent is not None else None
+            if guard is not None:
+                guard.set_mode(mode)
+
+    def set_model(self, model: str) -> None:
+        self.model, self.stale = model, True
+
+    # --- a turn ----------------------------------------------------------------------------
+
+    async def prompt(self, text: str) -> str:
+        """Run one turn on a worker thread; its stop reason, or Failed."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str] = loop.create_future()
+
+        def work() -> None:
+            try:
+                outcome: Any = self.turn(text)
+            except BaseException as e:  # handed to the loop, raised there
+                outcome = e
+            loop.call_soon_threadsafe(_settle, done, outcome)
+
+        self.busy = True
+        self.cancelled.clear()
+        try:
+            self.worker = threading.Thread(target=work, name=f"acp {self.path.name}", daemon=True)
+            self.worker.start()
+            return await done
+        finally:
+            self.busy = False
+
+    def turn(self, text: str) -> str:
+        if self.stale or self.run is None:
+            self.build()
+        run = self.run
+        for transport in run.ctx.transports:  # a cancelled turn's transports serve again
+            transport.cancelled.clear()
+        try:
+            return self._turn(run, text)
+        except Cancelled:
+            return "cancelled"
+        except StepLimit:
+            return "cancelled" if self.cancelled.is_set() else "max_turn_requests"
+        except AgiError as e:
+            if self.cancelled.is_set():
+                return "cancelled"
+            raise Failed(run.redact(str(e)), e.exit_code) from e
+        finally:
+            self.edits.clear()
+            self.announced.clear()
+
+    def _turn(self, run: Any, text: str) -> str:
+        from agi.claude.commands import first_word
+
+        run.start_turn_clock()
+        if first_word(text) == "compact":
+            summary = run.compact_now(text.strip()[len("/compact") :].strip())
+            message = summary or "nothing to compact: the session holds no conversation"
+            self.bridge.notify(_chunk("agent_message_chunk", message))
+            return "end_turn"
+        prompt, settings = run.expand(text)
+        agent = run.assemble(settings)
+        if agent.lifecycle is not None and not self.started_hooks:
+            self.started_hooks = True
+            size = run.session.messages_file.stat().st_size if self.loaded else 0
+            source = "resume" if size else "startup"
+            context = agent.lifecycle.session_start(source, settings.model.label)
+            prompt = f"{prompt}\n\n{context}" if context else prompt
+        with run.locked():
+            reply = run.turn(prompt, settings)
+        if self.cancelled.is_set():
+            return "cancelled"
+        return "max_tokens" if reply.finish_reason == "length" else "end_turn"
+
+    def cancel(self) -> None:
+        """Stop the turn: the model request closed, commands killed, questions dropped."""
+        if not self.busy:
+            return
+        self.cancelled.set()
+        self.bridge.drop()
+        run = self.run
+        if run is not None:
+            run.ctx.cancel()
+            run.cancel_tools()
+
+    def close(self) -> None:
+        """The client went away: stop everything this session runs."""
+        self.cancelled.set()
+        self.bridge.drop(close=True)
+        run = self.run
+        if run is not None:
+            run.ctx.cancel()
+            run.cancel_tools()
+
+    def finish(self) -> None:
+        if self.run is not None:
+            try:
+                self.run.end_hooks("other")
+            except AgiError:
+                pass
+            self.run.close()
+
+    # --- what the editor is told -------------------------------------------------------------
+
+    def announce(
+        self, call_id: str, name: str, input: dict[str, Any], again: bool = False
+    ) -> dict[str, Any]:
+        """The `tool_call` of a call (once): title, kind, locations, raw input, its diff."""
+        known = self.announced.get(call_id)
+        if known is None:
+            edit = acp_tools.diff(name, input, self.cwd, self.files.current)
+            if edit is not None:
+                self.edits[call_id] = edit
+            known = acp_tools.start(call_id, name, input, self.cwd, edit)
+            self.announced[call_id] = known
+            self.bridge.notify(known)
+        return {k: v for k, v in known.items() if k != "sessionUpdate"}
+
+    def started(self, call_id: str) -> None:
+        if call_id in self.announced:
+            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+            self.bridge.notify({**update, "status": "in_progress"})
+
+    def usage_update(self, usage: Any) -> dict[str, Any]:
+        run = self.run
+        window = getattr(run.agent.compactor, "known", None) if run and run.agent else None
+        update: dict[str, Any] = {
+            "sessionUpdate": "usage_update",
+            "used": max(0, int(usage.input + usage.output)),
+            "size": int(window or 0),
+        }
+        total = run.meter.total.cost if run is not None else None
+        if total is not None:
+            update["cost"] = {"amount": round(self.prior_cost + total, 10), "currency": "USD"}
+        return update
+
+
+def _chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def _settle(future: asyncio.Future[Any], outcome: Any) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)

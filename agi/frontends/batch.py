@@ -1,0 +1,184 @@
+"""`agi --batch FILE|-` (CONTRACT section 19): many prompts in one process, one JSON line out per
+job as it finishes, one budget and one backoff for all, resume from `--batch-out`, `--shard K/N`.
+
+The input is read and checked whole before any job starts (exit 2 naming the line). Signals:
+the first Ctrl-C stops starting jobs and lets the running ones finish (within --timeout); a
+second one (or SIGTERM, SIGHUP) cuts them short. Either way what finished is written, a whole
+line at a time, and the exit is 128 + the signal."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import UsageError
+from agi.frontends.batch_jobs import Job, done_keys, in_shard, open_input, parse_shard, read_jobs
+from agi.frontends.batch_runner import LocalRuns, Plan, Stop
+from agi.frontends.batch_shared import Budget, Outcome, Progress, Shared, Writer
+
+if TYPE_CHECKING:
+    import argparse
+
+    from agi.options import Layer
+
+# options of a single run that a batch takes per job, or not at all
+REFUSED = {
+    "prompt": "give the prompts in the --batch file, one a line",
+    "session": 'name a job\'s session in its line ({"session": DIR})',
+    "cont": 'name a job\'s session in its line ({"session": DIR})',
+    "fork": 'name a job\'s session in its line ({"session": DIR})',
+    "repl": "a batch is not interactive",
+    "compact": "compact a session with agi --compact -s DIR",
+    "output": "a batch writes one JSON line per job",
+    "list_extensions": "list them without --batch",
+}
+
+
+def check_args(args: argparse.Namespace) -> None:
+    if args.batch is None:
+        given = next(n for n in ("jobs", "batch_out", "shard") if getattr(args, n))
+        raise UsageError(f"--{given.replace('_', '-')} needs --batch FILE")
+    for name, why in REFUSED.items():
+        if getattr(args, name, None):
+            flag = {"cont": "--continue", "prompt": "a PROMPT"}.get(name, "--" + name)
+            raise UsageError(f"--batch takes no {flag.replace('_', '-')}: {why}")
+
+
+class Tally:
+    """What the jobs ended with: the exit status of the batch."""
+
+    def __init__(self) -> None:
+        self.done = self.failed = self.budget = 0
+        self.lock = threading.Lock()
+
+    def add(self, outcome: Outcome) -> None:
+        with self.lock:
+            self.done += 1
+            self.failed += outcome.exit != 0
+            self.budget += outcome.budget
+
+    def code(self) -> int:
+        return 4 if self.budget else 1 if self.failed else 0
+
+
+def prepare(plan: Plan, jobs: list[Job], budget: Budget) -> list[str]:
+    """Every job's settings, loaded and checked before anything runs (a bad schema or an
+    unreadable sys file is a usage error naming the line); the API keys they use."""
+    from agi.providers.cost import Meter
+
+    keys: set[str | None] = {plan.base.model.api_key}
+    base = plan.base.model
+    Meter(plan.base.prices, budget.limit).require(base.label, base.model)  # the flags' model
+    for job in jobs:
+        try:
+            settings = plan.settings(job)
+            Meter(settings.prices, budget.limit or settings.max_cost).require(
+                settings.model.label, settings.model.model
+            )
+        except UsageError as e:
+            if job.source in str(e):
+                raise
+            raise UsageError(f"{job.source}: {e}") from None
+        keys.add(settings.model.api_key)
+    from agi.redaction import usable
+
+    return usable([k for k in keys if k])
+
+
+def batch(args: argparse.Namespace, layer: Layer) -> int:
+    """Read, check, run; the exit status (0 all done, 1 a job failed, 4 the budget stopped
+    the batch, 130/143 interrupted)."""
+    from agi.process import hide_keys
+    from agi.providers.transport import Transport
+    from agi.settings import Settings
+
+    check_args(args)
+    shard = parse_shard(args.shard)
+    jobs = in_shard(read_jobs(open_input(args.batch)), shard)
+    base = Settings.load(layer)
+    for warning in base.warnings:
+        sys.stderr.write(f"agi: {warning}\n")
+    plan, budget = Plan(base, layer), Budget(base.max_cost)
+    secrets = prepare(plan, jobs, budget)
+    hide_keys(base.model.api_key)  # the tools' environment, as for one run
+    out = Path(args.batch_out).expanduser() if args.batch_out else None
+    done = done_keys(out) if out is not None else set()
+    todo = [job for job in jobs if job.key not in done]
+    writer = Writer(out, secrets)
+    tally = Tally()
+    tty = sys.stderr.isatty() and not base.quiet
+    progress = Progress(len(todo), budget, enabled=tty)
+    runs = LocalRuns(plan, budget, args.jobs or 4, progress)
+    stop = Stop()
+    Transport.shared = shared = Shared()
+
+    def report(outcome: Outcome) -> None:
+        writer.write(outcome)
+        tally.add(outcome)
+        if out is None and getattr(sys.stdout, "reader_gone", False):
+            stop.starting.clear()  # `agi --batch f | head -1`: nobody reads what would follow
+
+    try:
+        with signals(stop, runs):
+            progress.start()
+            runs.run(todo, report, stop)
+    finally:
+        progress.stop()
+        if stop.hard.is_set():
+            writer.lock.acquire(timeout=5)  # no line is begun after this, none is torn
+        else:
+            writer.close()
+            shared.close()
+    return ending(stop, tally, len(todo), budget)
+
+
+def ending(stop: Stop, tally: Tally, total: int, budget: Budget) -> int:
+    """The exit status, and its one `agi:` line."""
+    if stop.signum is not None:
+        name = signal.Signals(stop.signum).name
+        left = total - tally.done
+        sys.stderr.write(
+            f"agi: interrupted by {name}: {tally.done} of {total} jobs written, {left} not "
+            "(rerun with the same --batch-out to run them)\n"
+        )
+        return 128 + stop.signum
+    code = tally.code()
+    if code == 4:
+        error = budget.reached()
+        sys.stderr.write(f"agi: {error}: {tally.budget} of {total} jobs stopped or not run\n")
+    elif code:
+        sys.stderr.write(f"agi: {tally.failed} of {total} jobs failed\n")
+    return code
+
+
+@contextmanager
+def signals(stop: Stop, runs: LocalRuns) -> Iterator[None]:
+    """Ctrl-C once: no job starts; twice (or SIGTERM, SIGHUP): the running ones are cut
+    short. The handlers only set flags and cancel; the main thread is waiting meanwhile."""
+
+    def handle(signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and stop.starting.is_set():
+            stop.signum = signum
+            stop.starting.clear()
+            sys.stderr.write(
+                "\nagi: interrupted: no further job starts, the running ones finish "
+                "(Ctrl-C again to stop them now)\n"
+            )
+            return
+        stop.signum = stop.signum or signum
+        stop.starting.clear()
+        stop.hard.set()
+        runs.cancel()
+
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {signum: signal.signal(signum, handle) for signum in held}
+    try:
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)

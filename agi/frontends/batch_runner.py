@@ -1,0 +1,244 @@
+"""The job runner of `agi --batch`: every job's settings (the command line's layer, then the
+job's own), and the backend that runs jobs. `LocalRuns` runs each job as `agi PROMPT` would, in
+this process, N at once on worker threads.
+
+A backend is anything with `accepts(job, settings)` and `run(jobs, report, stop)`: it runs the
+jobs it is given and calls `report(outcome)` as each one finishes (from any thread), starting
+none once `stop.starting` is clear. A provider's batch API (upload the requests, poll, read the
+results: half price for jobs without tools) would be a second backend that accepts tool-less,
+session-less jobs; the front end, the output, resume, shards and the budget stay as they are."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import AgiError
+from agi.frontends.batch_jobs import Job
+from agi.frontends.batch_shared import Budget, BudgetSpent, JobMeter, Outcome
+from agi.frontends.render import Silent
+
+if TYPE_CHECKING:
+    from agi.options import Layer
+    from agi.settings import Settings
+
+PER_JOB = ("timeout", "max_steps", "max_cost")  # replaced on the job's settings, not loaded
+
+
+class Plan:
+    """The settings of each job: `Settings.load(command line, job)` once for each different
+    set of the job's fields (the config file and the extension scans are not read again for
+    jobs that say the same), then the job's limits."""
+
+    def __init__(self, base: Settings, layer: Layer):
+        self.base, self.layer = base, layer
+        self._loaded: dict[str, Settings] = {}
+        self._lock = threading.Lock()
+
+    def settings(self, job: Job) -> Settings:
+        from agi.config import seconds
+
+        given = {k: v for k, v in job.options.items() if k not in PER_JOB and k != "session"}
+        key = json.dumps(given, sort_keys=True)
+        with self._lock:
+            settings = self._loaded.get(key)
+            if settings is None:
+                settings = self._loaded[key] = self._load(job, given)
+        o = job.options
+        return dataclasses.replace(
+            settings,
+            timeout=seconds(o["timeout"]) if "timeout" in o else settings.timeout,
+            max_steps=o.get("max_steps", settings.max_steps),
+            max_cost=o.get("max_cost"),  # the command line's --max-cost is the batch's budget
+            warnings=[] if settings is self.base else settings.warnings,  # once: JobView
+        )
+
+    def _load(self, job: Job, given: dict[str, Any]) -> Settings:
+        if not given:
+            return self.base
+        from agi.options import overlay
+        from agi.settings import Settings
+
+        schema = given.get("schema")
+        if isinstance(schema, dict):
+            schema = json.dumps(schema)
+        sys_files = given.get("sys")
+        job_layer = overlay(
+            job.source,
+            model=given.get("model"),
+            schema=schema,
+            exit_code=given.get("exit_code"),
+            sys=[sys_files] if isinstance(sys_files, str) else sys_files,
+        )
+        return Settings.load(self.layer, job_layer)
+
+
+class Stop:
+    """The batch's state under signals: `starting` is cleared by the first Ctrl-C (or a spent
+    budget for the jobs that would start), `hard` is set by a second one (or SIGTERM)."""
+
+    def __init__(self) -> None:
+        self.starting = threading.Event()
+        self.starting.set()
+        self.hard = threading.Event()
+        self.signum: int | None = None
+
+
+class JobView(Silent):
+    """A job's view: nothing of its events; each different warning once for the batch."""
+
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def __init__(self, job: Job):
+        super().__init__()
+        self.job = job
+
+    def warn(self, text: str) -> None:
+        with JobView.lock:
+            if text in JobView.seen:
+                return
+            JobView.seen.add(text)
+        super().warn(f"{self.job.source}: {text}")
+
+
+class LocalRuns:
+    """Runs jobs in this process, `workers` at once: each a `Run` with its own session, meter
+    and cancellation; the workers share the settings, the HTTP clients and the backoff."""
+
+    def __init__(self, plan: Plan, budget: Budget, workers: int, progress: Any):
+        self.plan, self.budget, self.workers, self.progress = plan, budget, workers, progress
+        self.running: dict[int, Any] = {}  # the runs in progress, by job index
+        self._lock = threading.Lock()
+
+    def accepts(self, job: Job, settings: Settings) -> bool:
+        return True
+
+    def run(self, jobs: list[Job], report: Callable[[Outcome], None], stop: Stop) -> None:
+        """Run the jobs on worker threads and wait for them (the caller's thread stays free for
+        signals: it only joins, a short while at a time)."""
+        queue = deque(jobs)
+        threads = [
+            threading.Thread(target=self._work, args=(queue, report, stop), name=f"agi-job-{i}")
+            for i in range(min(self.workers, len(jobs)))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive() and not stop.hard.is_set():
+                thread.join(0.1)
+
+    def cancel(self) -> None:
+        """A second Ctrl-C: every run in progress is cut short (connections, commands)."""
+        with self._lock:
+            runs = list(self.running.values())
+        for run in runs:
+            run.cancel()
+
+    def _work(self, queue: deque[Job], report: Callable[[Outcome], None], stop: Stop) -> None:
+        while stop.starting.is_set():
+            try:
+                job = queue.popleft()
+            except IndexError:
+                return
+            spent = self.budget.reached()
+            self.progress.began()
+            if spent is not None:  # no job starts once the budget is spent
+                report(Outcome(job.id, exit=spent.exit_code, error=str(spent), budget=True))
+                self.progress.ended(spent.exit_code)
+                continue
+            outcome = self.one(job, stop)
+            self.progress.ended(None if outcome is None else outcome.exit)
+            if outcome is not None and not stop.hard.is_set():
+                report(outcome)
+
+    def one(self, job: Job, stop: Stop) -> Outcome | None:
+        """One job to its outcome; None when a hard stop cut it short (nothing is written)."""
+        from agi.run import Run
+
+        run = None
+        try:
+            settings = self.plan.settings(job)
+            run = Run(settings, started=time.monotonic(), view=JobView(job))
+            meter = JobMeter(settings.prices, settings.max_cost, self.budget)
+            run.meter = run.ctx.meter = meter
+            with self._lock:
+                self.running[job.index] = run
+            if stop.hard.is_set():
+                return None
+            session = job.options.get("session")
+            path = Path(session) if session else fresh_session(settings.home)
+            result = run.ask(job.prompt, path=path)
+            return finished(job, result)
+        except AgiError as e:
+            if stop.hard.is_set():
+                return None
+            return dataclasses.replace(failed(job, run, e), budget=isinstance(e, BudgetSpent))
+        except Exception as e:  # a fault of agi's own: the job fails, the batch goes on
+            return failed(job, run, AgiError(f"internal error: {type(e).__name__}: {e}"))
+        finally:
+            with self._lock:
+                self.running.pop(job.index, None)
+            if run is not None:
+                end(run)
+
+
+def fresh_session(home: Path) -> Path:
+    """A new session directory of its own: made here, so that two jobs starting in the same
+    second cannot be given the same name."""
+    from agi.sessions.files import make_private_dir
+    from agi.sessions.session import SessionIndex
+
+    index = SessionIndex(home)
+    while True:
+        path = index.default_path()
+        make_private_dir(path.parent)
+        try:
+            path.mkdir(mode=0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def end(run: Any) -> None:
+    """SessionEnd hooks, then what the run opened is closed, as at the end of `agi PROMPT`."""
+    try:
+        run.end_hooks("other")
+    except AgiError as e:
+        run.view.warn(run.redact(str(e)))
+    finally:
+        run.close()
+
+
+def finished(job: Job, result: Any) -> Outcome:
+    error = getattr(result, "error", None)
+    if error is None and result.exit and result.verdict is not None:
+        error = f"judged failed: {result.verdict.get('reason', '')}"
+    usage = result.usage
+    if isinstance(usage, dict):
+        from agi.messages import Usage
+
+        usage = Usage.from_dict(usage)
+    session = None if result.session is None else str(result.session)
+    return Outcome(job.id, result.answer, result.exit, error, session, result.steps, usage)
+
+
+def failed(job: Job, run: Any, error: AgiError) -> Outcome:
+    """A job that ended with an error: its exit code and message, and what it had done."""
+    session = getattr(run, "session", None)
+    agent = getattr(run, "agent", None)
+    meter = getattr(run, "meter", None)
+    return Outcome(
+        job.id,
+        exit=error.exit_code,
+        error=str(error) if run is None else run.redact(str(error)),
+        session=None if session is None else str(session.path),
+        steps=agent.steps if agent is not None else 0,
+        usage=meter.total if meter is not None else None,
+    )

@@ -1,0 +1,263 @@
+"""What the jobs of `agi --batch` share (CONTRACT section 19): the output lines (stdout and the
+`--batch-out` file, a whole line at a time), one cost budget, one backoff per endpoint and the
+workers' HTTP clients, and the progress line on a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agi.errors import CostLimit, UsageError
+from agi.messages import Usage
+from agi.providers.cost import Meter, money
+
+
+@dataclass
+class Outcome:
+    """One finished job, as its output line says it."""
+
+    id: Any
+    answer: Any = None
+    exit: int = 0
+    error: str | None = None
+    session: str | None = None
+    steps: int = 0
+    usage: Usage | None = None
+    budget: bool = False  # stopped by the batch's --max-cost (not written)
+
+    def line(self) -> str:
+        usage = (self.usage or Usage()).to_dict()
+        record = {"id": self.id, "answer": self.answer, "exit": self.exit, "error": self.error}
+        record.update(session=self.session, steps=self.steps, usage=usage)
+        return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+class Writer:
+    """The output lines, in completion order: to stdout, and appended to `--batch-out` FILE
+    with one write(2) of the whole line on a file opened O_APPEND, so that a kill leaves no
+    torn line. The lock is held for a whole line; the main thread takes it before a hard exit."""
+
+    def __init__(self, path: Path | None, secrets: list[str]):
+        self.lock = threading.Lock()
+        self.secrets = secrets
+        self.fd: int | None = None
+        if path is not None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            try:
+                self.fd = os.open(path, flags, 0o600)
+            except OSError as e:
+                raise UsageError(f"cannot open --batch-out file {path}: {e.strerror}") from None
+
+    def write(self, outcome: Outcome) -> None:
+        from agi.redaction import redact
+
+        line = redact(outcome.line(), self.secrets)
+        with self.lock:
+            if self.fd is not None:
+                data = line.encode("utf-8", "surrogateescape")
+                while data:
+                    data = data[os.write(self.fd, data) :]
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class BudgetSpent(CostLimit):
+    """The batch's --max-cost is spent: a job stops before its next model call, or never
+    starts."""
+
+    def __init__(self, spent: str, limit: str):
+        super().__init__(spent, limit)
+        self.args = (f"{self} for the batch (--max-cost)",)
+
+
+class Budget:
+    """`--max-cost` for the whole batch: the cost of every job's model calls summed; a job
+    meter checks it before each call and no job starts once it is reached."""
+
+    def __init__(self, limit: float | None):
+        self.limit = limit
+        self.total = Usage()
+        self._lock = threading.Lock()
+
+    def add(self, usage: Usage) -> None:
+        with self._lock:
+            self.total.add(usage)
+
+    @property
+    def spent(self) -> float | None:
+        with self._lock:
+            return 0.0 if self.total.empty else self.total.cost
+
+    def reached(self) -> BudgetSpent | None:
+        """The error a job gets once the budget is spent (None while it is not)."""
+        if self.limit is None:
+            return None
+        spent = self.spent
+        if spent is not None and spent < self.limit:
+            return None
+        if spent is None:  # a call of unknown cost: the budget can no longer be kept
+            return BudgetSpent("an unknown amount", money(self.limit))
+        return BudgetSpent(money(spent), money(self.limit))
+
+
+class JobMeter(Meter):
+    """A run's meter (its own limit: the job's `max_cost`) that also adds every call to the
+    batch's budget and stops before a model call once that is spent."""
+
+    def __init__(self, prices: dict[str, Any], max_cost: float | None, budget: Budget):
+        super().__init__(prices, max_cost)
+        self.budget = budget
+
+    def check(self, label: str, model: str) -> None:
+        super().check(label, model)
+        error = self.budget.reached()
+        if error is not None:
+            raise error
+
+    def record(self, label: str, model: str, usage: Usage | None) -> Usage:
+        call = super().record(label, model, usage)
+        self.budget.add(call)
+        return call
+
+
+class Shared:
+    """What the runs share through agi.providers.transport's `Transport.shared` hook: one HTTP
+    client per worker thread (set up once, kept across that worker's jobs: a run's end cannot
+    touch a connection another run is using), and one backoff per endpoint: after a 429 (or any
+    answer with retry-after) no request goes to that endpoint until the wait asked for is over."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._clients: list[Any] = []
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = pooled_client()
+            with self._lock:
+                self._clients.append(client)
+        return client
+
+    def hold(self, url: str, seconds: float, error: Any) -> None:
+        """A request to `url` failed with `error` and is retried in `seconds`: if the provider
+        asked for the pause (429, retry-after), every worker keeps it."""
+        if getattr(error, "status", None) != 429 and getattr(error, "retry_after", None) is None:
+            return
+        with self._lock:
+            self._until[url] = max(self._until.get(url, 0.0), time.monotonic() + seconds)
+
+    def wait(self, url: str, cancelled: threading.Event, deadline: float | None) -> None:
+        """Before a request to `url`: wait out its pause (not past the run's deadline, nor a
+        cancel; the transport then raises the limit or the cancel itself)."""
+        while True:
+            with self._lock:
+                left = self._until.get(url, 0.0) - time.monotonic()
+            if deadline is not None:
+                left = min(left, deadline - time.monotonic())
+            if left <= 0 or cancelled.wait(left):
+                return
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.shut()
+
+
+def pooled_client() -> Any:
+    """An httpx client as the transport makes one, whose close() (at a run's end) keeps it."""
+    import httpx
+
+    from agi.providers.transport import lazy_tls_transport
+
+    class Pooled(httpx.Client):
+        def close(self) -> None:
+            pass
+
+        def shut(self) -> None:
+            httpx.Client.close(self)
+
+    return Pooled(follow_redirects=True, transport=lazy_tls_transport())
+
+
+class Progress:
+    """The progress line on a terminal: done, failed, running, cost so far, rate and ETA,
+    redrawn in place twice a second; nothing at all when stderr is not a terminal."""
+
+    def __init__(self, total: int, budget: Budget, enabled: bool):
+        self.total, self.budget, self.enabled = total, budget, enabled
+        self.done = self.failed = self.running = 0
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._tick, name="agi-progress", daemon=True)
+            self._thread.start()
+
+    def began(self) -> None:
+        with self._lock:
+            self.running += 1
+
+    def ended(self, code: int | None) -> None:
+        """A job ended: with its exit code, or None when it was stopped unfinished."""
+        with self._lock:
+            self.running -= 1
+            if code is not None:
+                self.done += 1
+                self.failed += code != 0
+
+    def text(self) -> str:
+        with self._lock:
+            done, failed, running = self.done, self.failed, self.running
+        elapsed = max(1e-6, time.monotonic() - self.started)
+        rate = done / elapsed
+        spent = self.budget.spent
+        parts = [f"{done}/{self.total} done", f"{failed} failed", f"{running} running"]
+        parts.append("cost unknown" if spent is None else money(spent))
+        parts.append(f"{rate:.1f} jobs/s")
+        if rate > 0 and done < self.total:
+            parts.append(f"ETA {clock((self.total - done) / rate)}")
+        return "agi batch: " + ", ".join(parts)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self._draw()
+
+    def _draw(self) -> None:
+        sys.stderr.write("\r\x1b[K" + self.text())
+        sys.stderr.flush()
+
+    def stop(self) -> None:
+        """The last state stays on the terminal, on a line of its own."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+            self._draw()
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def clock(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"

@@ -1,0 +1,232 @@
+"""The run behind one MCP call: the server's settings narrowed by the call, a Run in a worker
+thread, its events turned into progress messages, and its result into an Outcome.
+
+Shared by every call (resolved once, when the server starts): the server's options layer and
+the settings it resolves to (the config file parsed, plugins, skills, agents, hooks and commands
+scanned, permission rules read). Per call: the settings the call's fields change, the session,
+the cost meter, the tools and the model connection (a Run's own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import AgiError, Cancelled
+from agi.frontends.batch_shared import Shared
+from agi.frontends.mcp_call import Call, Limits, Outcome, answer_text, empty_usage, failure
+from agi.frontends.render import Silent, describe_input
+
+if TYPE_CHECKING:
+    from agi.options import Layer
+    from agi.run import Run
+    from agi.settings import Settings
+
+SOURCE = "MCP call"
+
+
+@dataclass
+class Base:
+    """The server's own options and what they resolve to: the defaults and limits of calls."""
+
+    layer: Layer
+    settings: Settings
+    limits: Limits
+
+    @classmethod
+    def load(cls, layer: Layer) -> Base:
+        """Resolve the server's options once; a bad option or config fails the start (exit 2)."""
+        from agi.settings import Settings
+
+        settings = Settings.load(layer)
+        settings.warnings.clear()  # shown once, at start
+        limits = Limits(settings.max_steps, settings.timeout, settings.max_cost)
+        return cls(layer, settings, limits)
+
+    def for_call(self, call: Call) -> Settings:
+        """The server's settings with the call's fields over them (CONTRACT section 15: the
+        call's layer is the last). What the call does not give stays as resolved at start."""
+        from agi.settings import judge_criteria, system_prompt
+
+        s = self.settings
+        changed: dict[str, Any] = {
+            "max_steps": call.max_steps or s.max_steps,
+            "timeout": call.timeout,
+            "max_cost": call.max_cost,
+            "warnings": [],
+        }
+        if call.schema is not None:
+            from agi.structured.schema import parse_schema
+
+            changed["schema"] = parse_schema(call.schema)
+        if call.exit_code is not None:
+            changed["judge"] = judge_criteria(call.exit_code)
+        if call.sys is not None:
+            changed["system"] = system_prompt(call.sys, f"{SOURCE}: sys")
+        if call.model is not None:
+            changed["model"] = self.model(call.model)
+        return dataclasses.replace(s, **changed)
+
+    def model(self, spec: str) -> Any:
+        """The call's model, resolved as `-m` would be with the server's other options."""
+        from agi.options import overlay
+        from agi.settings import model_for
+
+        return model_for(self.layer, overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=spec))
+
+
+class Lent(Shared):
+    """Transport.shared for the server: each transport borrows an HTTP client (with its open
+    connections) from a free list and gives it back when its run ends, so calls reuse
+    connections to the model whatever worker thread runs them, and the pool never holds more
+    clients than calls ever ran at once. The backoff after a 429 is Shared's: every call
+    sending to that endpoint waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._free: list[Any] = []
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._free:
+                client = self._free.pop()
+                client.out = True
+                return client
+        client = _lent_client(self)
+        with self._lock:
+            self._clients.append(client)
+        return client
+
+    def give_back(self, client: Any) -> None:
+        with self._lock:
+            if client.out:  # once: a second close() must not lend it twice
+                client.out = False
+                self._free.append(client)
+
+
+def share_connections() -> Lent:
+    """Make every run's transports borrow from one pool; returns it (close() ends it)."""
+    from agi.providers.transport import Transport
+
+    Transport.shared = pool = Lent()
+    return pool
+
+
+def _lent_client(pool: Any) -> Any:
+    """An httpx client as a transport makes one; its close() (a run's end) gives it back."""
+    import httpx
+
+    from agi.providers.transport import lazy_tls_transport
+
+    class Returned(httpx.Client):
+        out = True
+
+        def close(self) -> None:
+            pool.give_back(self)
+
+        def shut(self) -> None:
+            httpx.Client.close(self)
+
+    return Returned(follow_redirects=True, transport=lazy_tls_transport())
+
+
+class Progress(Silent):
+    """The run's view: a progress message per model call and per tool call; warnings go to
+    the server's stderr, as the CLI's would."""
+
+    def __init__(self, send: Callable[[str], None]):
+        super().__init__(sys.stderr)
+        self.send = send
+
+    def handle(self, event: Any) -> None:
+        from agi.messages import StepStart, ToolStart
+
+        if isinstance(event, StepStart):
+            self.send(f"model call {event.step}")
+        elif isinstance(event, ToolStart):
+            detail = describe_input(event.input)
+            self.send(f"{event.call.name}: {detail}" if detail else event.call.name)
+
+
+class Job:
+    """One call's run. `run()` in a worker thread; `cancel()` from any thread, at any time."""
+
+    def __init__(
+        self, call: Call, base: Base, started: float, progress: Callable[[str], None]
+    ) -> None:
+        self.call, self.base, self.started = call, base, started
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.cancelled = False
+        self.current: Run | None = None
+
+    def send(self, message: str) -> None:
+        run = self.current
+        self.progress(run.redact(message) if run is not None else message)
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.cancelled = True
+            run = self.current
+        if run is not None:
+            run.cancel()
+
+    def run(self) -> Outcome:
+        """The call's outcome; every failure is an Outcome with agi's one line."""
+        run: Run | None = None
+        try:
+            run = self.start()
+            return self.ask(run)
+        except AgiError as e:
+            return self.failed(e, run)
+        except Exception as e:  # a bug must cost one call, not the server
+            return self.failed(AgiError(f"internal error: {type(e).__name__}: {e}"), run)
+        finally:
+            if run is not None:
+                try:
+                    run.close()
+                except Exception as e:
+                    sys.stderr.write(f"agi: closing a call's run: {e}\n")
+
+    def start(self) -> Run:
+        from agi.run import Run
+
+        settings = self.base.for_call(self.call)
+        run = Run(settings, self.started, view=Progress(self.send))
+        if self.call.cwd is not None:
+            run.ctx.cwd = self.call.cwd
+        with self.lock:
+            self.current = run
+            cancelled = self.cancelled
+        if cancelled:
+            raise Cancelled("cancelled")
+        return run
+
+    def ask(self, run: Run) -> Outcome:
+        result = run.ask(self.call.prompt, path=self.call.session)
+        usage = result.usage.to_dict()
+        session = str(result.session) if result.session is not None else None
+        if result.exit not in (0, 1):  # the judge gave no verdict (exit 5)
+            line = run.redact(f"agi: {result.error or 'failed'}")
+            return Outcome(line, None, result.exit, session, result.steps, usage)
+        schema = run.settings.schema is not None
+        text = run.redact(answer_text(result.answer, schema))
+        return Outcome(text, result.answer, result.exit, session, result.steps, usage)
+
+    def failed(self, error: AgiError, run: Run | None) -> Outcome:
+        session, steps, usage = None, 0, empty_usage()
+        if run is not None:
+            if run.session is not None:
+                session = str(run.session.path)
+            if run.agent is not None:
+                steps = run.agent.steps
+            usage = run.meter.total.to_dict()
+        out = failure(error, session, steps=steps, usage=usage)
+        if run is not None:
+            out.text = run.redact(out.text)
+        return out

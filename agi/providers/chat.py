@@ -1,0 +1,104 @@
+"""OpenAI-compatible chat completions, the wire protocol most providers speak: the endpoint, the
+request body, the stream decoder, the error map and the requests resent at once after a refusal.
+`agi.providers.transport.Transport` speaks it; the other protocols override what differs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import ProviderError
+from agi.messages import ReasoningDelta, TextDelta, wire_message
+from agi.providers.endpoint import bearer, headers
+from agi.providers.errors import error_status, provider_error
+from agi.providers.stream import StreamAssembler
+from agi.providers.usage import parse_usage
+
+if TYPE_CHECKING:
+    from agi.config import ModelConfig
+
+OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
+LIMITS = ("max_tokens", "max_completion_tokens")  # the reply's length, by either name
+
+
+def url(config: ModelConfig) -> str:
+    return config.base_url.rstrip("/") + "/chat/completions"
+
+
+def request_headers(config: ModelConfig) -> dict[str, str]:
+    return headers(bearer(config.api_key), **{"X-Title": "agi"})
+
+
+def request_body(
+    config: ModelConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+) -> dict[str, Any]:
+    """The streaming request: the messages as the wire carries them, the tools, the config's
+    params and the call's extras (which win), and the config's `max_tokens` unless a limit is
+    already given."""
+    body: dict[str, Any] = {
+        "model": config.model,
+        "messages": [wire_message(m) for m in messages],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools:
+        body["tools"] = tools
+    body.update(config.params)
+    body.update(extra)
+    if config.max_tokens and not any(k in body for k in LIMITS):
+        body["max_tokens"] = config.max_tokens
+    return body
+
+
+def amended(body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+    """The request to send at once instead of one that failed this way, or None."""
+    dropped = next((k for k in OPTIONAL if k in body and k in str(error)), None)
+    if error.status in (400, 422) and dropped:  # a server that rejects an optional parameter
+        return {k: v for k, v in body.items() if k != dropped}
+    if error.status == 400 and "max_tokens" in body and "max_completion_tokens" in str(error):
+        # OpenAI's reasoning models take the limit only as max_completion_tokens
+        limit = body["max_tokens"]
+        return {k: v for k, v in body.items() if k != "max_tokens"} | {
+            "max_completion_tokens": limit
+        }
+    if error.empty and body.get("stream"):
+        # llama-cpp-python fails a streamed request (one too long, say) after its 200, with an
+        # empty stream; asked without streaming, it answers with the error that says why
+        return {k: v for k, v in body.items() if k != "stream_options"} | {"stream": False}
+    return None
+
+
+class ChatAssembler(StreamAssembler):
+    """Chat completion chunks (`choices[].delta`), or one whole completion (`choices[].message`)
+    from a server that ignored stream=true; an `error` in a chunk ends the stream."""
+
+    def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
+        out: list[TextDelta | ReasoningDelta] = []
+        usage = parse_usage(chunk.get("usage"), chunk.get("timings"))
+        if usage:
+            self.usage = usage
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
+                continue
+            delta = choice.get("delta") or choice.get("message") or {}
+            out += self._delta(delta if isinstance(delta, dict) else {})
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        err = chunk.get("error")
+        if err or event == "error":
+            raise provider_error(error_status(err, None), chunk)
+        return out
+
+    def _delta(self, delta: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
+        out: list[TextDelta | ReasoningDelta] = []
+        for field in ("reasoning_content", "reasoning"):
+            value = delta.get(field)
+            if isinstance(value, str) and value:
+                self.reasoning_field = self.reasoning_field or field
+                out.append(self._add_reasoning(value))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out += self._emit(*self.think.feed(content))
+        for pos, tc in enumerate(delta.get("tool_calls") or []):
+            if isinstance(tc, dict):
+                self._tool_delta(pos, tc)
+        return out

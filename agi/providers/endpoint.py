@@ -1,0 +1,75 @@
+"""Where a model is served, as every protocol sees it: the server's root beside its OpenAI-style
+`/v1` (the one place that strips it), whether it is a local server, the headers sent to it (built
+once per transport), the API key it needs (checked before anything is sent), and what to start
+when a local server does not answer."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from agi import __version__
+from agi.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agi.config import ModelConfig
+
+LOCAL_PRESETS = ("ollama", "litellm")  # presets for servers on this machine: no key needed
+STARTS = {
+    "ollama": "is Ollama running? start it with 'ollama serve'",
+    "litellm": "is the LiteLLM proxy running? start it with 'litellm --model MODEL'",
+}
+
+
+def root(base_url: str) -> str:
+    """The server's root: the base URL without a trailing `/` and an OpenAI-style `/v1`
+    (`http://localhost:11434/v1/` -> `http://localhost:11434`)."""
+    return re.sub(r"/v1$", "", base_url.rstrip("/"))
+
+
+def is_local(base_url: str) -> bool:
+    """Whether the URL names this machine (localhost, a loopback address, 0.0.0.0)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in ("localhost", "0.0.0.0") or host.endswith(".localhost"):
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def headers(auth: dict[str, str], **more: str) -> dict[str, str]:
+    """The headers of every request to a model: agi's User-Agent, an event stream accepted,
+    the protocol's own (`more`) and its authentication (`auth`, empty without a key)."""
+    return {"User-Agent": f"agi/{__version__}", "Accept": "text/event-stream", **more, **auth}
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """`Authorization: Bearer KEY` (chat completions, Ollama, model listings), or nothing."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def require_key(model: ModelConfig) -> None:
+    """A ConfigError (exit 2, before anything is sent) naming the variable to set when the
+    model's provider needs an API key and none was found. Local presets and servers on this
+    machine need none."""
+    variable = getattr(model, "key_env", None)
+    if model.api_key or not variable or model.provider in LOCAL_PRESETS:
+        return
+    if is_local(model.base_url):
+        return
+    also = "" if variable == "AGI_API_KEY" else " (or AGI_API_KEY)"
+    raise ConfigError(f"no API key for {model.provider}: set {variable}{also}")
+
+
+def start_hint(model: ModelConfig) -> str | None:
+    """What to start when the server refused the connection: for a local preset, or any server
+    on this machine; None for a remote one (the network's business, not a missing process)."""
+    if model.provider in STARTS:
+        return STARTS[model.provider].replace("MODEL", model.model)
+    if is_local(model.base_url):
+        return f"is the server for {root(model.base_url)} running? start it, or pass --base-url"
+    return None

@@ -1,0 +1,48 @@
+"""Which wire protocol a provider speaks, and the transport that speaks it, built from the model's
+config alone: a session is not needed (its `trace` is one callable among the options), so Neovim's
+suggestions and any other front end build transports the same way as a run does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agi.config import ModelConfig
+    from agi.providers.cost import Meter
+    from agi.providers.transport import Transport
+
+
+def protocol(provider: str) -> str:
+    """`messages` (Anthropic's Messages API), `ollama` (its native /api/chat, num_ctx sized to
+    each request) or `chat` (OpenAI-compatible chat completions, every other provider)."""
+    return {"anthropic": "messages", "ollama": "ollama"}.get(provider, "chat")
+
+
+def transport_for(
+    model: ModelConfig,
+    trace: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    deadline: float | None = None,
+    timeout: float | None = None,
+    meter: Meter | None = None,
+    home: Path | None = None,
+    windows: dict[str, Any] | None = None,
+) -> Transport:
+    """A transport for `model`'s protocol. `trace` receives every request and response record
+    (a session's trace, or nothing); `home` and `windows` (the config's context windows) let
+    Ollama size its context. A provider that needs a key and has none: ConfigError (exit 2)."""
+    kind = protocol(model.provider)
+    options: dict[str, Any] = {"deadline": deadline, "timeout": timeout, "meter": meter}
+    if kind == "messages":
+        from agi.providers.anthropic import AnthropicMessages
+
+        return AnthropicMessages(model, trace, **options)
+    if kind == "ollama":
+        from agi.providers.ollama import OllamaChat
+
+        return OllamaChat(model, trace, home=home, windows=windows, **options)
+    from agi.providers.transport import Transport
+
+    return Transport(model, trace, **options)

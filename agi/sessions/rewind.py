@@ -1,0 +1,242 @@
+"""Going back to before a turn (CONTRACT section 18): the turns of a session, what each
+changed, and the restore of files and conversation.
+
+Files: for each working directory the turns since N worked in, the first snapshot since N is
+the target; the working directory now is snapshotted too (kept, so a rewind can be undone), and
+every file that differs is written back whole or removed (agi.sessions.shadow). Files Write and
+Edit touched outside a snapshot (elsewhere, ignored, no git, a huge tree) get their recorded
+prior content. A file that changed while no turn of this session ran (between a turn's end and
+the next one's start, or since the last) was changed by someone else: restored too, and named.
+
+Conversation: a rewind record (agi.sessions.rewinds) appended to messages.jsonl.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agi.sessions.checkpoints import append_record, load_blob, owner_of, read_records
+from agi.sessions.rewinds import REWIND
+from agi.sessions.shadow import (
+    Change,
+    Shadow,
+    ShadowError,
+    TooMany,
+    checked_path,
+    write_whole,
+)
+
+
+@dataclass
+class Turn:
+    number: int
+    time: float = 0.0
+    prompt: str = ""
+    start: int = 0
+    cwd: str = ""
+    tree: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    end: str | None = None
+    untracked: str | None = None
+    priors: list[dict[str, Any]] = field(default_factory=list)
+    rewound: bool = False
+
+
+def read_turns(session_path: Path) -> tuple[list[Turn], list[dict[str, Any]]]:
+    """The session's turns in order, and its rewind records."""
+    turns: dict[int, Turn] = {}
+    rewinds = []
+    for r in read_records(session_path):
+        n = r.get("turn")
+        if isinstance(r.get("rewind"), int):
+            rewinds.append(r)
+            for t in turns.values():
+                t.rewound = t.rewound or (r.get("conversation") and t.number >= r["rewind"])
+            continue
+        if not isinstance(n, int):
+            continue
+        if "prompt" in r:
+            turns[n] = Turn(n, r.get("time", 0), str(r["prompt"]), int(r.get("start", 0)))
+            turns[n].cwd = str(r.get("cwd", ""))
+        turn = turns.get(n)
+        if turn is None:
+            continue
+        if isinstance(r.get("tree"), str):
+            turn.tree, turn.skipped = r["tree"], list(r.get("skipped") or [])
+        elif isinstance(r.get("end"), str):
+            turn.end = r["end"]
+        elif "untracked" in r:
+            turn.untracked = str(r["untracked"])
+        elif isinstance(r.get("prior"), str):
+            turn.priors.append(r)
+    return sorted(turns.values(), key=lambda t: t.number), rewinds
+
+
+def shown(path: str, cwd: str) -> str:
+    """A path as the listing shows it: relative to the turn's directory when inside it."""
+    if cwd and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
+        return os.path.relpath(path, cwd)
+    return path
+
+
+def changed_in(turn: Turn, turns: list[Turn], home: Path, owner: str) -> list[str] | None:
+    """The files a turn changed (None: unknown, the turn never ended)."""
+    paths = [shown(p["prior"], turn.cwd) for p in turn.priors]
+    if turn.tree is not None:
+        after = turn.end
+        if after is None:
+            later = [t for t in turns if t.number > turn.number and t.cwd == turn.cwd]
+            after = next((t.tree for t in later if t.tree), None)
+        if after is None:
+            return None
+        try:
+            changes = Shadow(home, turn.cwd, owner).changes(turn.tree, after)
+        except ShadowError:
+            return None
+        paths += [c.path for c in changes]
+    return sorted(set(paths))
+
+
+@dataclass
+class Plan:
+    """What a rewind of files does: per working directory the target and the changes, plus
+    the Write/Edit priors to put back; `others`: paths changed by someone else since."""
+
+    groups: list[tuple[Shadow, str, list[Change]]] = field(default_factory=list)
+    priors: list[dict[str, Any]] = field(default_factory=list)
+    others: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    now: dict[str, str] = field(default_factory=dict)  # cwd: the tree before the rewind
+
+    def paths(self) -> list[tuple[str, str]]:
+        """(action, absolute path) for each file, `restore` or `remove`."""
+        out = []
+        for shadow, _, changes in self.groups:
+            for c in changes:
+                action = "remove" if c.status == "A" else "restore"
+                out.append((action, os.path.join(shadow.workdir, c.path)))
+        for p in self.priors:
+            out.append(("remove" if p["blob"] is None else "restore", p["prior"]))
+        return out
+
+
+def plan_files(turns: list[Turn], number: int, home: Path, owner: str) -> Plan:
+    plan = Plan()
+    since = [t for t in turns if t.number >= number]
+    covered: list[tuple[Shadow, set[str], set[str]]] = []  # shadow, target paths, skipped
+    for cwd in dict.fromkeys(t.cwd for t in since if t.tree):
+        mine = [t for t in since if t.cwd == cwd]
+        first = next(t for t in mine if t.tree)
+        shadow = Shadow(home, cwd, owner)
+        try:
+            now = shadow.snapshot()
+        except TooMany:
+            plan.warnings.append(f"{cwd} now holds too many files; only Write/Edit are undone")
+            continue
+        plan.now[cwd] = now.tree
+        assert first.tree is not None
+        skipped = set(first.skipped) | set(now.skipped)
+        changes = [c for c in shadow.changes(first.tree, now.tree) if c.path not in skipped]
+        plan.groups.append((shadow, first.tree, changes))
+        inside = set(shadow.git(["ls-tree", "-r", "-z", "--name-only", first.tree]).split(b"\0"))
+        covered.append((shadow, {os.fsdecode(p) for p in inside if p}, skipped))
+        plan.others |= _others(shadow, mine, now.tree)
+    seen: set[str] = set()
+    for turn in since:
+        for prior in turn.priors:
+            if prior["prior"] not in seen:
+                seen.add(prior["prior"])
+                if not _in_snapshot(prior["prior"], covered) and _differs(home, prior):
+                    plan.priors.append(prior)
+    return plan
+
+
+def _others(shadow: Shadow, mine: list[Turn], now: str) -> set[str]:
+    """What changed in this directory while none of these turns ran."""
+    found: set[str] = set()
+    tracked = [t for t in mine if t.tree]
+    spans = [(a.end, b.tree) for a, b in zip(tracked, tracked[1:], strict=False)]
+    spans.append((tracked[-1].end if tracked else None, now))
+    for before, after in spans:
+        if before and after:
+            found |= {os.path.join(shadow.workdir, c.path) for c in shadow.changes(before, after)}
+    return found
+
+
+def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str], set[str]]]) -> bool:
+    for shadow, inside, skipped in covered:
+        root = shadow.workdir.rstrip("/") + "/"
+        if not path.startswith(root):
+            continue
+        rel = path[len(root) :]
+        if rel in inside:
+            return True
+        if rel not in skipped and rel not in shadow.ignored([rel]):
+            return True
+    return False
+
+
+def _differs(home: Path, prior: dict[str, Any]) -> bool:
+    path = prior["prior"]
+    if prior["blob"] is None:
+        return os.path.lexists(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read() != load_blob(home, prior["blob"])
+    except OSError:
+        return True
+
+
+def apply_files(plan: Plan, home: Path) -> tuple[list[str], list[str]]:
+    """Carry out a plan; returns (restored or removed paths, failures)."""
+    done, failed = [], []
+    for shadow, tree, changes in plan.groups:
+        ok, bad = shadow.restore(tree, changes)
+        done += [os.path.join(shadow.workdir, p) for p in ok]
+        failed += bad
+    for prior in plan.priors:
+        path = prior["prior"]
+        try:
+            if prior["blob"] is None:
+                if os.path.lexists(path) and not os.path.isdir(path):
+                    os.unlink(path)
+            else:
+                checked_path("/", path.lstrip("/"))
+                write_whole(path, load_blob(home, prior["blob"]), prior.get("mode", "100644"))
+            done.append(path)
+        except OSError as e:
+            failed.append(f"{path}: {e.strerror or e}")
+    return done, failed
+
+
+def rewind_conversation(session: Any, turn: Turn) -> None:
+    """Append the rewind record (under the session's lock): the view goes back to before the
+    turn's prompt; nothing is erased."""
+    record = {
+        "role": "system",
+        "content": f"[rewound to before turn {turn.number}]",
+        REWIND: {"turn": turn.number, "to": turn.start, "time": round(time.time(), 3)},
+    }
+    session.append(record)
+    session.load()
+    rewinds = session.meta.get("rewinds")
+    session.write_meta(rewinds=(rewinds if isinstance(rewinds, int) else 0) + 1)
+
+
+def record_rewind(
+    session_path: Path, number: int, plan: Plan | None, kind: str, done: list[str]
+) -> None:
+    """`kind`: both, files or conversation."""
+    record: dict[str, Any] = {"rewind": number, "time": round(time.time(), 3), "kind": kind}
+    record.update(conversation=kind != "files", files=done)
+    if plan is not None and plan.now:
+        record["before"] = plan.now  # the trees of the working directories before it
+    append_record(session_path, record)
+
+
+def session_owner(session_path: Path) -> str:
+    return owner_of(session_path)

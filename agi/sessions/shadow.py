@@ -1,0 +1,393 @@
+"""A shadow git repository: snapshots of a working directory that never touch its own `.git`.
+
+One repository per working directory, `$AGI_HOME/checkpoints/<key>/` (objects shared by every
+session working there), with one index per session (`index-<owner>`), so two sessions in one
+directory keep separate checkpoints. Every `git` runs with its own GIT_DIR, GIT_WORK_TREE and
+GIT_INDEX_FILE, no system or user configuration, no hooks, and attributes switched off (no
+filters, no line-ending conversion): the work tree's `.gitignore` files are honoured, nothing
+else of the user's git is read, and the project's `.git` is never opened for writing.
+
+A snapshot is a tree object (`git add -A`, `git write-tree`); files over MAX_FILE bytes are left
+out and named, and a tree of more than MAX_FILES files is not snapshotted at all (TooMany).
+A restore writes each file beside itself and renames it into place, after journalling the
+temporary name, so a kill at any moment leaves every file whole (old or new content) and the
+next snapshot or restore removes what a killed one left behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agi.sessions.files import append_bytes, make_private_dir, read_bytes
+
+MAX_FILE = 5 * 1024 * 1024
+MAX_FILES = 50_000
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+CONFIG = """[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = true
+\tsymlinks = true
+\tautocrlf = false
+\tsafecrlf = false
+\tfsmonitor = false
+\tquotePath = false
+\thooksPath = /dev/null
+\tlogAllRefUpdates = false
+[gc]
+\tauto = 0
+[commit]
+\tgpgSign = false
+[add]
+\tignoreErrors = true
+"""
+NO_ATTRIBUTES = "* -text -eol -filter -ident -diff -merge -working-tree-encoding\n"
+
+
+class ShadowError(Exception):
+    """git failed (or is missing) for a checkpoint."""
+
+
+class TooMany(Exception):
+    """The tree holds more than MAX_FILES files."""
+
+
+@dataclass
+class Snapshot:
+    tree: str
+    skipped: list[str] = field(default_factory=list)  # files over MAX_FILE, left out
+    files: int = 0
+
+
+@dataclass
+class Change:
+    """One path that differs between two trees, seen from the older one."""
+
+    status: str  # A: created since, D: deleted since, M/T: changed since
+    path: str
+    mode: str  # the older tree's mode ("000000" when absent there)
+    sha: str  # the older tree's blob
+
+
+def git_program() -> str | None:
+    return shutil.which("git")
+
+
+def key_of(text: str) -> str:
+    return hashlib.sha256(os.fsencode(text)).hexdigest()[:16]
+
+
+class Shadow:
+    """The shadow repository of `workdir`, seen through the index of one session (`owner`)."""
+
+    def __init__(self, home: Path, workdir: str, owner: str):
+        self.workdir = os.path.realpath(workdir)
+        name = "".join(c if c.isalnum() else "_" for c in os.path.basename(self.workdir))[:40]
+        self.dir = home / "checkpoints" / f"{key_of(self.workdir)}-{name or 'root'}"
+        self.index = self.dir / f"index-{owner}"
+        self.journal = self.dir / f"restoring-{owner}"
+
+    def env(self) -> dict[str, str]:
+        from agi.process import child_env
+
+        env = {k: v for k, v in child_env().items() if not k.startswith("GIT_")}
+        env.update(
+            GIT_DIR=str(self.dir),
+            GIT_WORK_TREE=self.workdir,
+            GIT_INDEX_FILE=str(self.index),
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_ATTR_NOSYSTEM="1",
+            GIT_TERMINAL_PROMPT="0",
+            GIT_NO_REPLACE_OBJECTS="1",
+            HOME=str(self.dir),
+            XDG_CONFIG_HOME=str(self.dir),
+            LC_ALL="C",
+        )
+        return env
+
+    def git(self, args: list[str], data: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+        extra = []
+        exclude = Path(self.workdir) / ".git" / "info" / "exclude"
+        if exclude.is_file():  # the project's own excludes are read, never written
+            extra = ["-c", f"core.excludesFile={exclude}"]
+        try:
+            done = subprocess.run(
+                ["git", *extra, *args],
+                input=data,
+                capture_output=True,
+                cwd=self.workdir,
+                env=self.env(),
+                check=False,
+            )
+        except OSError as e:
+            raise ShadowError(f"cannot run git: {e.strerror or e}") from e
+        if done.returncode not in ok:
+            why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise ShadowError(f"git {args[0]} failed: {why[-1] if why else done.returncode}")
+        return done.stdout
+
+    def ensure(self) -> None:
+        """Create the repository (built under another name and renamed: a kill leaves none or
+        a whole one); remove what a killed snapshot or restore left behind."""
+        if not (self.dir / "HEAD").exists():
+            make_private_dir(self.dir.parent)
+            building = self.dir.with_name(f".{self.dir.name}.{os.getpid()}")
+            shutil.rmtree(building, ignore_errors=True)
+            env = {**self.env(), "GIT_DIR": str(building)}
+            del env["GIT_WORK_TREE"], env["GIT_INDEX_FILE"]
+            try:
+                subprocess.run(
+                    ["git", "init", "-q", "--bare", str(building)],
+                    env=env,
+                    capture_output=True,
+                    check=True,
+                )
+                (building / "config").write_text(CONFIG)
+                (building / "info").mkdir(exist_ok=True)
+                (building / "info" / "attributes").write_text(NO_ATTRIBUTES)
+                (building / "agi-workdir").write_text(self.workdir + "\n")
+                (building / "hooks").mkdir(exist_ok=True)
+                os.chmod(building, 0o700)
+                os.rename(building, self.dir)
+            except (OSError, subprocess.CalledProcessError) as e:
+                if not (self.dir / "HEAD").exists():
+                    raise ShadowError(f"cannot create {self.dir}: {e}") from e
+            finally:
+                shutil.rmtree(building, ignore_errors=True)
+        self.tidy()
+
+    def tidy(self) -> None:
+        """Locks and temporary files of a killed run (we hold the session's lock: ours)."""
+        for lock in (self.index.with_name(self.index.name + ".lock"),):
+            if lock.exists():
+                lock.unlink()
+        raw = read_bytes(self.journal) if self.journal.exists() else None
+        for name in (raw or b"").split(b"\0"):
+            if name and os.path.lexists(name) and not os.path.isdir(name):
+                os.unlink(name)
+        if raw is not None:
+            self.journal.unlink()
+
+    def indexed(self) -> int:
+        """How many files the session's index holds (from its header)."""
+        try:
+            with open(self.index, "rb") as f:
+                head = f.read(12)
+        except OSError:
+            return 0
+        return int.from_bytes(head[8:12], "big") if head[:4] == b"DIRC" else 0
+
+    def listing(self) -> tuple[list[str], int]:
+        """The files that changed since the last snapshot or are new (not ignored), and how
+        many files the snapshot will hold; TooMany past MAX_FILES (the listing stops there)."""
+        args = ["git", "ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"]
+        exclude = Path(self.workdir) / ".git" / "info" / "exclude"
+        if exclude.is_file():
+            args[1:1] = ["-c", f"core.excludesFile={exclude}"]
+        proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=self.workdir,
+            env=self.env(),
+        )
+        assert proc.stdout is not None
+        chunks, count = [], self.indexed()
+        try:
+            while chunk := proc.stdout.read(1 << 16):
+                chunks.append(chunk)
+                count += chunk.count(b"\0? ") + chunk.startswith(b"? ")  # new files
+                if count > MAX_FILES:
+                    raise TooMany()
+        finally:
+            if proc.poll() is None and count > MAX_FILES:
+                proc.kill()
+            proc.stdout.close()
+            proc.wait()
+        return [os.fsdecode(p[2:]) for p in b"".join(chunks).split(b"\0") if p], count
+
+    def snapshot(self) -> Snapshot:
+        self.ensure()
+        changed, files = self.listing()
+        big = []
+        for rel in changed:
+            try:
+                st = os.lstat(os.path.join(self.workdir, rel))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE:
+                big.append(rel)
+        specs = [".", *(f":(exclude,literal){p}" for p in big)]
+        pathspec = ["--pathspec-from-file=-", "--pathspec-file-nul"]
+        if big:
+            self.git(["add", "-A", *pathspec], _nul(specs), ok=(0, 1))
+        else:
+            self.git(["add", "-A"], ok=(0, 1))
+        if big:
+            literal = [f":(literal){p}" for p in big]
+            self.git(["rm", "-q", "--cached", "--ignore-unmatch", *pathspec], _nul(literal))
+        tree = self.git(["write-tree"]).decode().strip()
+        return Snapshot(tree, big, files)
+
+    def changes(self, old: str, new: str) -> list[Change]:
+        """What differs from tree `old` to tree `new`, file by file."""
+        if old == new:
+            return []
+        out = self.git(["diff-tree", "-r", "-z", "--no-renames", old, new])
+        parts = out.split(b"\0")
+        found = []
+        for head, path in zip(parts[0::2], parts[1::2], strict=False):
+            if not head.startswith(b":"):
+                continue
+            mode, _, sha, _, status = head[1:].decode().split(" ")
+            found.append(Change(status[0], os.fsdecode(path), mode, sha))
+        return found
+
+    def ignored(self, paths: list[str]) -> set[str]:
+        """Which of `paths` (relative) the work tree's ignore rules leave out."""
+        if not paths:
+            return set()
+        out = self.git(["check-ignore", "-z", "--no-index", "--stdin"], _nul(paths), ok=(0, 1))
+        return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+    def restore(self, tree: str, changes: list[Change]) -> tuple[list[str], list[str]]:
+        """Bring the files of `changes` back to tree `tree`: created ones removed, the others
+        written back whole. Returns (restored paths, failures as text)."""
+        done, failed = [], []
+        for change in sorted(changes, key=lambda c: c.status != "A"):  # removals first
+            if change.status == "A":
+                try:
+                    self._remove(change.path, tree)
+                    done.append(change.path)
+                except OSError as e:
+                    failed.append(f"{change.path}: {e.strerror or e}")
+        wanted = [c for c in changes if c.status != "A" and c.mode != "160000"]
+        with Blobs(self) as blobs:
+            for change in wanted:
+                try:
+                    put(self, change.path, blobs.read(change.sha), change.mode)
+                    done.append(change.path)
+                except (OSError, ShadowError) as e:
+                    failed.append(f"{change.path}: {getattr(e, 'strerror', None) or e}")
+        if self.journal.exists():
+            self.journal.unlink()
+        return done, failed
+
+    def _remove(self, rel: str, tree: str) -> None:
+        path = checked_path(self.workdir, rel)
+        if os.path.lexists(path) and not os.path.isdir(path) or os.path.islink(path):
+            os.unlink(path)
+        parent = os.path.dirname(path)
+        while parent != self.workdir and parent.startswith(self.workdir + os.sep):
+            try:
+                os.rmdir(parent)  # only when empty: what the turn made for the file
+            except OSError:
+                break
+            parent = os.path.dirname(parent)
+
+    def note_temporary(self, path: str) -> None:
+        append_bytes(self.journal, os.fsencode(path) + b"\0")
+
+
+class Blobs:
+    """`git cat-file --batch`, one blob at a time."""
+
+    def __init__(self, shadow: Shadow):
+        self.shadow, self.proc = shadow, None
+
+    def __enter__(self) -> Blobs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+            self.proc.wait()
+
+    def read(self, sha: str) -> bytes:
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=self.shadow.workdir,
+                env=self.shadow.env(),
+            )
+        proc = self.proc
+        proc.stdin.write(sha.encode() + b"\n")
+        proc.stdin.flush()
+        head = proc.stdout.readline().split()
+        if len(head) != 3 or head[1] != b"blob":
+            raise ShadowError(f"the checkpoint lacks object {sha}")
+        data = proc.stdout.read(int(head[2]))
+        proc.stdout.read(1)
+        return data
+
+
+def checked_path(workdir: str, rel: str) -> str:
+    """`workdir/rel`, refused when a directory on the way is a link (never written through)."""
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise OSError(0, "not a plain relative path")
+    here = workdir
+    for part in parts[:-1]:
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            raise OSError(0, f"{here} is a symbolic link; not written through")
+    return os.path.join(workdir, *parts)
+
+
+def put(shadow: Shadow, rel: str, data: bytes, mode: str) -> None:
+    """Write one file (or link) whole: beside it, journalled, then renamed into place."""
+    path = checked_path(shadow.workdir, rel)
+    write_whole(path, data, mode, shadow.note_temporary)
+
+
+def write_whole(path: str, data: bytes, mode: str, note: object = None) -> None:
+    """Put `data` at `path` atomically; `mode` is git's (100644, 100755, 120000)."""
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise OSError(0, "a directory stands there now")
+    try:
+        current = os.lstat(path)
+    except FileNotFoundError:
+        current = None
+    name = os.path.basename(path)[:200]
+    tmp = os.path.join(parent, f".{name}.agi-rewind.tmp")
+    if callable(note):
+        note(tmp)
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    if mode == "120000":
+        os.symlink(os.fsdecode(data), tmp)
+    else:
+        executable = mode == "100755"
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+            0o777 if executable else 0o666,
+        )
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if current is not None and stat.S_ISREG(current.st_mode):
+                bits = stat.S_IMODE(current.st_mode)
+                bits = bits | (bits & 0o444) >> 2 if executable else bits & ~0o111
+                os.fchmod(fd, bits)
+        finally:
+            os.close(fd)
+    os.replace(tmp, path)
+
+
+def _nul(items: list[str]) -> bytes:
+    return b"\0".join(os.fsencode(i) for i in items) + b"\0"
