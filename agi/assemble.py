@@ -127,6 +127,13 @@ def make_guard(
     return guard
 
 
+HOOK_JUDGE = (
+    "You check a condition for a hook of agi, a command-line agent. The user's message states "
+    'the condition and the event it is about. Answer {"ok": true} when the condition is met, '
+    'or {"ok": false, "reason": "..."} saying what is missing; the reason goes to the agent.'
+)
+
+
 class HookJudge:
     """What a `"type": "prompt"` hook asks: one JSON exchange with the hook's model (else the
     run's), counted in usage and under --max-cost; returns the model's {ok, reason}."""
@@ -149,7 +156,8 @@ class HookJudge:
                 "properties": {"ok": {"type": "boolean"}, "reason": {"type": "string"}},
                 "required": ["ok"],
             }
-            return drain(ghost_json(transport, [], schema, prompt, attempts=2))
+            system = {"role": "system", "content": HOOK_JUDGE}
+            return drain(ghost_json(transport, [system], schema, prompt, attempts=2))
         finally:
             transport.close()
             if transport in self.ctx.transports:
@@ -241,9 +249,8 @@ def prepare_tools(settings: Settings, ctx: Context) -> None:
     known = {t.name for t in ctx.tools} | ({"Task"} if _offers_task(settings) else set())
     unknown = [n for n in allow if n not in known]
     if unknown:
-        raise UsageError(
-            f"unknown tool in --tools: {', '.join(unknown)} (available: {', '.join(sorted(known))})"
-        )
+        where, available = settings.tools.allow_source, ", ".join(sorted(known)) or "none"
+        raise UsageError(f"unknown tool in {where}: {', '.join(unknown)} (available: {available})")
 
 
 def _offers_task(settings: Settings) -> bool:

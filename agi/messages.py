@@ -6,6 +6,7 @@ Conversations are stored and sent as plain OpenAI-format dicts; these classes bu
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -111,7 +112,10 @@ class Usage:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    """A count or a cost: a finite number, not negative (1e999 reads as infinity)."""
+    if isinstance(value, float):
+        return value >= 0 and math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
 
 
 def _count(value: Any) -> int:

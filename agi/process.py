@@ -196,6 +196,29 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+STDIN_LIMIT = 10 << 20  # bytes of stdin a run reads by default (config `stdin_limit`)
+
+
+def read_stdin(stream: Any, limit: int | None = None) -> bytes:
+    """stdin whole, but never more than `limit` bytes (default 10 MB): beyond it a usage
+    error naming the limit. The caller's --timeout alarm interrupts a read that waits."""
+    from agi.errors import UsageError
+
+    limit = limit or STDIN_LIMIT
+    chunks: list[bytes] = []
+    size = 0
+    read = getattr(stream, "read1", stream.read)
+    while chunk := read(1 << 16):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise UsageError(
+                f"stdin is over the limit of {limit} bytes ({limit / (1 << 20):g} MB; "
+                "`stdin_limit` in the config sets it)"
+            )
+    return b"".join(chunks)
+
+
 def hide_keys(key: str | None) -> None:
     """The API key is redacted from whatever reaches stdout and stderr, and withheld from
     every child (child_env); agi's own key variables also leave os.environ."""

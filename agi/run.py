@@ -101,6 +101,9 @@ class Run:
 
         self.meter = Meter(settings.prices, settings.max_cost)  # subagents and ghosts included
         self.require_prices(settings)  # exit 2 before a session
+        from agi.providers.endpoint import require_key
+
+        require_key(settings.model)  # so is a missing API key, named by its variable
         self.metered = 0  # the meter's calls already added to the session's meta.json
         self.ctx = Context(
             deadline=deadline_for(settings, started), warn=self.view.warn, meter=self.meter
@@ -111,8 +114,10 @@ class Run:
         prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
         self.session: Session | None = None
         self.agent: Agent | None = None
+        self.built_for: Settings | None = None  # the settings the agent was assembled from
         self.verdict: dict[str, Any] | None = None
         self.ended = False
+        self.described: dict[str, Any] = {}  # what the front end adds to the run record
         self._held: dict[type, Any] = {}  # streamed text held back while it may begin a key
 
     def require_prices(self, settings: Settings) -> None:
@@ -139,11 +144,11 @@ class Run:
         """The agent for the next turn, built from that turn's settings (the run's own, or a
         command's or a REPL's changes to them): nothing of a built agent is patched."""
         assert self.session is not None
-        if self.agent is not None and settings is self.settings:
+        if self.agent is not None and settings is self.built_for:
             return self.agent
         if settings is not self.settings:
             self.require_prices(settings)
-        self.agent = assemble(settings, self.session, self.ctx)
+        self.agent, self.built_for = assemble(settings, self.session, self.ctx), settings
         return self.agent
 
     def start(self, path: Path | None, cont: bool) -> str:
@@ -169,16 +174,13 @@ class Run:
         whatever happened, the model calls since the last save are added to meta.json."""
         session = self.session
         assert session is not None
-        session.lock(self.ctx.deadline, self.settings.timeout)
-        try:
-            yield session
-        finally:
+        with session.locked(self.ctx.deadline, self.settings.timeout):
             try:
+                yield session
+            finally:
                 usage, self.metered = self.meter.since(self.metered)
                 session.add_usage(usage)
                 session.write_meta()
-            finally:
-                session.unlock()
 
     # turns
 
@@ -270,6 +272,7 @@ class Run:
             "system": agent.system_prompt,
             "tools": list(agent.toolbox.tools),
             "sandbox": s.sandbox.record(),
+            **self.described,
         }
 
     def trace(self, record: dict[str, Any]) -> None:
@@ -354,15 +357,10 @@ class Run:
             self.agent.toolbox.interrupt()
 
     def close(self) -> None:
-        """Cut the connections, end every process the tools and hooks started, release the
-        session."""
+        """Cut the connections, end every process the tools and hooks started."""
         self.ctx.cancel()
-        try:
-            if self.agent is not None:
-                self.agent.close()
-        finally:
-            if self.session is not None:
-                self.session.unlock()
+        if self.agent is not None:
+            self.agent.close()
 
     def redact(self, text: str) -> str:
         """`text` without the API key (for stdout and stderr, like the session's files)."""

@@ -10,7 +10,7 @@
 Every output line is checked: one per job, exit 0, the expected answer.
 
     python bench/run.py --cases batch          # with the other cases' machinery
-    python bench/batch_case.py                 # alone (--runs N, --big N)
+    python bench/batch_case.py --save          # alone (--runs N, --big N); results/DATE-batch.json
 """
 
 from __future__ import annotations
@@ -157,6 +157,7 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--big", type=int, default=1000)
     p.add_argument("--agi")
+    p.add_argument("--save", action="store_true", help="write results/<date>-batch.json")
     args = p.parse_args()
     work, cwd = Path(tempfile.mkdtemp(prefix="agi-bench-batch-")), os.getcwd()
     os.chdir(work)
@@ -172,6 +173,15 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     for f in failures:
         print(f"bench: FAILED {f}")
+    if args.save:
+        import time
+
+        saved = {"rows": report.rows, "targets": report.targets, "raw": report.raw}
+        saved["load_average"] = round(os.getloadavg()[0], 1)
+        saved["command"] = "python bench/batch_case.py " + " ".join(sys.argv[1:])
+        path = HERE / "results" / f"{time.strftime('%Y-%m-%d')}-batch.json"
+        path.write_text(json.dumps(saved, indent=1) + "\n")
+        print(f"bench: saved {path.relative_to(HERE.parent)}")
     return 1 if failures else 0
 
 

@@ -4,7 +4,7 @@ vim.g.loaded_agi = true
 
 -- The remote-plugin manifest must be read before agi looks for itself in it.
 vim.cmd('runtime plugin/rplugin.vim')
-require('agi')._register()
+require('agi')._startup()
 
 local command = function(name, fn, opts) vim.api.nvim_create_user_command(name, fn, opts) end
 local range = function(o) return o.range > 0 and { o.line1, o.line2 } or nil end
@@ -45,8 +45,14 @@ command('AgiModel', function(o) require('agi').model(o.args) end, {
   desc = 'agi: show or set the model of later requests',
 })
 
--- Start the Python host once the editor is up, so that no command waits for it.
-local warmup = function() vim.defer_fn(require('agi')._warmup, 50) end
+-- Start the Python host once the editor is up, so that no command waits for it; make the help
+-- tags if they are missing or stale.
+local warmup = function()
+  vim.defer_fn(function()
+    require('agi')._helptags()
+    require('agi')._warmup()
+  end, 50)
+end
 if vim.v.vim_did_enter == 1 then
   warmup()
 else

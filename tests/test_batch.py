@@ -10,6 +10,7 @@ import os
 import pty
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import AGI, start_agi
-from fakeserver import FakeModel, hang, status, text
+from fakeserver import FakeModel, call, hang, status, text
 
 KEYS = {"id", "answer", "exit", "error", "session", "steps", "usage"}
 
@@ -281,8 +282,6 @@ def test_a_job_max_cost_is_its_own(agi, tmp_path: Path) -> None:
     jobs.write_text(
         '{"id": 1, "prompt": "tool", "max_cost": 0.005}\n{"id": 2, "prompt": "plain"}\n'
     )
-    from fakeserver import call
-
     with FakeModel(answered(tool=call("calculate", expression="1+1"))) as server:
         r = agi("--batch", str(jobs), server=server)
     results = {res["id"]: res for res in lines_of(r.stdout)}
@@ -378,6 +377,19 @@ def test_second_ctrl_c_stops_at_once(env: dict[str, str], tmp_path: Path) -> Non
     assert out.read_text().endswith("\n") and len(lines_of(out.read_text())) == 2
 
 
+def test_sigterm_stops_at_once(env: dict[str, str], tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    write_jobs(jobs, 4)
+    with FakeModel(answered(p1=hang(), p2=hang())) as server:
+        proc = started_batch(env, server, "--batch", str(jobs), "--jobs", "2")
+        wait_until(lambda: {"p1", "p2"} <= set(sent(server)))
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=15)
+    assert proc.returncode == 143, stderr
+    assert [res["id"] for res in lines_of(stdout)] == ["p0"]
+    assert "interrupted by SIGTERM" in stderr
+
+
 def test_progress_line_only_in_a_terminal(agi, env: dict[str, str], tmp_path: Path) -> None:
     jobs = tmp_path / "jobs.jsonl"
     write_jobs(jobs, 3)
@@ -406,3 +418,33 @@ def test_progress_line_only_in_a_terminal(agi, env: dict[str, str], tmp_path: Pa
         os.close(leader)
     assert proc.returncode == 0
     assert b"3/3 done, 0 failed, 0 running" in seen
+
+
+def test_each_job_is_a_whole_run(agi, tmp_path: Path) -> None:
+    """Every job as `agi PROMPT` runs it: its tools (a real Bash call), its hooks
+    (UserPromptSubmit with its own prompt, SessionEnd once per job), its own session."""
+    log = tmp_path / "hooks.log"
+    record = (
+        f"{sys.executable} -c 'import json,sys; p=json.load(sys.stdin); "
+        f'open("{log}", "a").write(p["hook_event_name"] + " " + p.get("prompt", "") + "\\n")\''
+    )
+    entry = [{"matcher": "", "hooks": [{"type": "command", "command": record}]}]
+    hooks = tmp_path / "hooks.json"
+    hooks.write_text(json.dumps({"hooks": {"UserPromptSubmit": entry, "SessionEnd": entry}}))
+    jobs = tmp_path / "jobs.jsonl"
+    prompts = write_jobs(jobs, 4)
+
+    def step(body: dict[str, Any]) -> dict[str, Any]:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return text(f"the tool said {last['content'].strip()}")
+        return call("Bash", command="echo $((6*7))")
+
+    with FakeModel(step) as server:
+        r = agi("--batch", str(jobs), "--jobs", "2", "--hooks", str(hooks), server=server)
+    assert r.returncode == 0, r.stderr
+    results = lines_of(r.stdout)
+    assert all("the tool said 42" in res["answer"] and res["steps"] == 2 for res in results)
+    events = Counter(log.read_text().splitlines())
+    assert events == Counter([f"UserPromptSubmit {p}" for p in prompts] + ["SessionEnd "] * 4)
+    assert len({res["session"] for res in results}) == 4

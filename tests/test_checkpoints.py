@@ -171,6 +171,14 @@ def test_conversation_rewind_is_an_appended_record(agi, project, tmp_path):
     assert "2 rewinds" in listed.stdout
     r = rewind(agi, project, session, "--rewind")
     assert "(rewound)" in r.stdout and "to before turn 2 (conversation)" in r.stdout
+    assert agi("--rewind", "-c", cwd=project).stdout == r.stdout  # -c: the last session used
+    with (session / "checkpoints.jsonl").open("a") as f:
+        f.write('{"turn": 9, "tor')  # a torn last line (a killed write) is skipped and ended
+    assert rewind(agi, project, session, "--rewind-conversation", "5", "--dry-run").returncode == 0
+    listed = json.loads(rewind(agi, project, session, "--rewind", "--output", "json").stdout)
+    assert [t["turn"] for t in listed["turns"]] == [1, 2, 3, 4, 5]
+    assert [t["rewound"] for t in listed["turns"]] == [False, False, True, True, False]
+    assert listed["turns"][1]["files"] == ["x.txt"] and listed["rewinds"] == 2
 
 
 @needs_git
@@ -225,6 +233,48 @@ def test_plain_directory_ignored_outside_and_big_files(agi, tmp_path):
     assert not (tmp_path / "created.txt").exists()
     assert (work / "build" / "gen.txt").exists()  # ignored and not Write/Edit: left alone
     assert (work / "big.bin").stat().st_size == 6 * 1024 * 1024 + 5  # over 5 MB: left alone
+
+
+@needs_git
+def test_links_modes_odd_names_and_a_session_inside_the_tree(agi, project, tmp_path):
+    """Symbolic links, the executable bit, names with spaces, newlines and bytes that are not
+    UTF-8; a session directory (and AGI_HOME) inside the work tree is never snapshotted."""
+    odd = os.fsencode(project) + b"/caf\xe9 \n name.txt"
+    with open(odd, "wb") as f:
+        f.write(b"odd\n")
+    (project / "link").symlink_to("a.txt")
+    (project / "tool.sh").write_text("echo hi\n")
+    session = project / ".sessions" / "s"
+    home = project / ".agi-home"
+    env = {"AGI_HOME": str(home)}
+    before = tree(project)
+    with FakeModel(
+        bash(
+            "rm link && ln -s b.txt link2 && chmod +x tool.sh && rm -- caf*"
+            " && echo 'x' > 'with space.txt'"
+        ),
+        text("ok"),
+    ) as server:
+        r = agi("-s", str(session), "go", server=server, cwd=project, extra_env=env)
+    assert r.returncode == 0, r.stderr
+    assert os.access(project / "tool.sh", os.X_OK)
+    listed = agi("-s", str(session), "--rewind", cwd=project, extra_env=env).stdout
+    assert "link2" in listed and "tool.sh" in listed and ".sessions" not in listed
+    r = agi("-s", str(session), "--rewind", "1", cwd=project, extra_env=env)
+    assert r.returncode == 0, r.stderr
+    assert '"caf\\351 \\n name.txt"' in r.stdout.splitlines()[0]  # quoted as git quotes
+    now = tree(project)
+    assert {k: v for k, v in now.items() if not k.startswith((".sessions", ".agi-home"))} == {
+        k: v for k, v in before.items() if not k.startswith((".sessions", ".agi-home"))
+    }
+    assert os.readlink(project / "link") == "a.txt" and not (project / "link2").exists()
+    assert not os.access(project / "tool.sh", os.X_OK)
+    with open(odd, "rb") as f:
+        assert f.read() == b"odd\n"
+    lines = (session / "messages.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["rewind"]["turn"] == 1  # the log itself was left alone
+    trace = [json.loads(x) for x in (session / "trace.jsonl").read_text().splitlines()]
+    assert [t["turn"] for t in trace if t.get("type") == "checkpoint"] == [1]
 
 
 @needs_git

@@ -119,8 +119,9 @@ def test_a_prompt_stop_hook_makes_the_agent_go_on_and_is_counted(agi, tmp_path):
     result = json.loads(r.stdout)
     assert result["answer"] == "second answer"
     asked = server.requests[1]["messages"]
-    assert len(asked) == 1 and asked[0]["content"].startswith("Is the work done? Event: {")
-    event = json.loads(asked[0]["content"].split("Event: ", 1)[1].split("\n\n")[0])
+    assert [m["role"] for m in asked] == ["system", "user"]  # nothing of the conversation
+    assert asked[1]["content"].startswith("Is the work done? Event: {")
+    event = json.loads(asked[1]["content"].split("Event: ", 1)[1].split("\n\n")[0])
     assert event["hook_event_name"] == "Stop" and event["last_assistant_message"] == "first answer"
     assert "the tests were not run" in server.requests[2]["messages"][-1]["content"]
     assert len(server.requests) == 4 and result["usage"]["cost"] == 0.06  # 4 calls of $0.015
@@ -150,7 +151,7 @@ def test_a_prompt_hook_blocks_a_tool_call_and_names_its_model(agi, tmp_path):
     assert r.returncode == 0, r.stderr
     assert not marker.exists()
     assert server.requests[1]["model"] == "judge-model"
-    assert "Is this safe?\n\n{" in server.requests[1]["messages"][0]["content"]  # appended
+    assert "Is this safe?\n\n{" in server.requests[1]["messages"][-1]["content"]  # appended
     assert "touching files is not allowed" in tool_results(server.requests[2])[0]
 
 

@@ -1,9 +1,13 @@
 """The house style that a parser can check: no import circles in agi/ (imports inside functions
-count too), no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines."""
+count too), no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines, at
+most MAX_TOP_MODULES modules directly in agi/, nothing outside agi/nvim importing agi.nvim, no
+Lua file over MAX_LUA_LINES lines, and a README layout table that names every module and
+sub-package (see layout_table for the format it reads)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "agi"
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 60
+MAX_TOP_MODULES = 15  # .py files directly in agi/, __init__.py and __main__.py included
+MAX_LUA_LINES = 400
+LUA_FILES = sorted([*(ROOT / "lua").rglob("*.lua"), *(ROOT / "plugin").rglob("*.lua")])
 
 
 def module_name(path: Path) -> str:
@@ -149,3 +156,96 @@ def test_no_function_is_too_long():
 @pytest.mark.parametrize("name", ["agi", "agi.tools", "agi.nvim"])
 def test_packages_are_modules_of_the_graph(name):
     assert name in MODULES and MODULES[name].name == "__init__.py"
+
+
+def test_at_most_15_modules_directly_in_agi():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, (
+        f"{len(top)} modules directly in agi/ (at most {MAX_TOP_MODULES}; new ones go in the "
+        f"sub-package of their concern): {', '.join(top)}"
+    )
+
+
+def is_nvim(name: str) -> bool:
+    return name == "agi.nvim" or name.startswith("agi.nvim.")
+
+
+def test_the_import_graph_sees_imports_of_agi_nvim():
+    tree = ast.parse("from agi import nvim\ndef f():\n    from agi.nvim.fim import x\n")
+    assert imported("agi.run", tree) == {"agi.nvim", "agi.nvim.fim"}
+
+
+def test_nothing_outside_agi_nvim_imports_it():
+    found = [
+        f"{where(name)} imports {', '.join(sorted(filter(is_nvim, deps)))}"
+        for name, deps in sorted(GRAPH.items())
+        if not is_nvim(name) and any(map(is_nvim, deps))
+    ]
+    assert not found, "agi.nvim is Neovim's; the engine does not import it:\n" + "\n".join(found)
+
+
+def test_no_lua_file_is_too_long():
+    assert LUA_FILES, "no Lua files found under lua/ and plugin/"
+    lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in LUA_FILES}
+    over = [f"{p.relative_to(ROOT)}: {k} lines" for p, k in lengths.items() if k > MAX_LUA_LINES]
+    assert not over, f"Lua files over {MAX_LUA_LINES} lines:\n" + "\n".join(over)
+
+
+# --- the README's layout table --------------------------------------------------------------
+
+
+def layout_table(readme: str) -> list[str]:
+    """The paths the README's layout table names, in order.
+
+    The table is the first one in README.md whose header row is `| where | what |`; it ends at
+    the first line that does not start with `|`. Each row's first cell (`where`) names paths in
+    backticks, one path per pair (`agi/run.py`, `agi/sessions/`; several per cell are fine): a
+    module by its file (`agi/providers/cost.py`), a sub-package by its directory with a
+    trailing slash (`agi/providers/`). No shorthand (`{a,b}.py`, `*.py`) and no dotted names.
+    The second cell (`what`) is free text and is not read.
+    """
+    lines = readme.splitlines()
+    header = re.compile(r"\|\s*where\s*\|\s*what\s*\|")
+    start = next((i for i, line in enumerate(lines) if header.fullmatch(line.strip())), None)
+    assert start is not None, "README.md has no table with the header `| where | what |`"
+    named = []
+    for line in lines[start + 2 :]:  # after the header and its |---|---| line
+        if not line.startswith("|"):
+            break
+        named += re.findall(r"`([^`]+)`", line.split("|")[1])
+    return named
+
+
+def the_layout() -> set[str]:
+    """What the table must name: every module under agi/ but the packages' __init__.py files
+    (agi/__main__.py included), and every sub-package of agi as `agi/name/`."""
+    modules = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    packages = {
+        str(p.parent.relative_to(ROOT)) + "/"
+        for p in PACKAGE.rglob("__init__.py")
+        if p.parent != PACKAGE
+    }
+    return modules | packages
+
+
+def test_the_layout_table_is_read_as_documented():
+    readme = (
+        "intro\n\n| where | what |\n|---|---|\n| `agi/run.py`, `agi/tools/` | a `b` |\n\nmore `x`"
+    )
+    assert layout_table(readme) == ["agi/run.py", "agi/tools/"]
+    assert "agi/__main__.py" in the_layout() and "agi/tools/" in the_layout()
+    assert "agi/__init__.py" not in the_layout() and "agi/tools/__init__.py" not in the_layout()
+
+
+def test_the_readme_layout_names_every_module_and_sub_package():
+    named = set(layout_table((ROOT / "README.md").read_text(encoding="utf-8")))
+    missing = sorted(the_layout() - named)
+    assert not missing, "the README's layout table (| where | what |) does not name:\n" + "\n".join(
+        missing
+    )
+
+
+def test_the_readme_layout_names_nothing_that_is_gone():
+    named = layout_table((ROOT / "README.md").read_text(encoding="utf-8"))
+    gone = [path for path in named if path.startswith("agi/") and path not in the_layout()]
+    assert not gone, "the README's layout table names what agi/ does not have:\n" + "\n".join(gone)

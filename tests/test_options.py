@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_nvim import PY_BUFFER, editor, manifest, needs_nvim  # noqa: F401  (fixtures)
 
-from fakeserver import FakeModel, status, text
+from fakeserver import FakeModel, call, status, text
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -245,3 +245,29 @@ def test_neovims_default_tools_false_wins_over_the_files_tools(editor, env):
         (event,) = ed.done()
     assert event["status"] == "done", event
     assert offered(server.requests[0]) == []
+
+
+def test_the_repl_assembles_each_turn_from_that_turns_options(agi, env, tmp_path):
+    """A command's allow rules hold for its own turn only; /sys holds from the next turn on."""
+    commands = Path(env["AGI_CONFIG"]).parent / "commands"
+    commands.mkdir()
+    (commands / "greet.md").write_text("---\nallowed-tools: Bash(echo:*)\n---\nGreet.\n")
+    terse = tmp_path / "terse.md"
+    terse.write_text("Be terse.\n")
+    script = [
+        call("Bash", command="echo one"),
+        text("greeted"),
+        call("Bash", command="echo two"),
+        text("refused"),
+        text("tersely"),
+    ]
+    lines = f"/greet\nplain\n/sys {terse}\nthird\n"
+    with FakeModel(*script) as server:
+        r = agi("--repl", "--permission-mode", "dontAsk", server=server, input=lines)
+    assert r.returncode == 0, r.stderr
+    results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("one")
+    results = [m["content"] for m in server.requests[3]["messages"] if m["role"] == "tool"]
+    assert "denied" in results[-1] and "two" not in results[-1]
+    assert server.requests[4]["messages"][0]["content"].startswith("Be terse.")
+    assert not server.requests[3]["messages"][0]["content"].startswith("Be terse.")

@@ -479,7 +479,7 @@ def test_terminal_outlives_the_thread_that_started_it(tmp_path):
         term.close()
 
 
-# --- the agi executable (skipped until the CLI has --sandbox) --------------------------------
+# --- the agi executable ---------------------------------------------------------------------
 
 
 def tool_results_of(body: dict) -> list[str]:

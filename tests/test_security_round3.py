@@ -206,3 +206,328 @@ def test_the_terminal_view_and_show_escape_control_sequences(agi, tmp_path):
     for raw in ("\x1b]", "\x1b[2J", "\x07", "\x9b"):
         assert raw not in shown.stdout
     assert "\\x1b]0;pwned" in shown.stdout and "tool-out" in shown.stdout
+
+
+# --- S5, S6: command arguments and plugin directories are data, never shell --------------------
+
+
+def make_command(where: Path, name: str, body: str) -> None:
+    (where / "commands").mkdir(exist_ok=True)
+    (where / "commands" / f"{name}.md").write_text(body)
+
+
+def test_arguments_never_become_shell_steps(agi, tmp_path):
+    make_command(tmp_path, "review", "Please review: $ARGUMENTS\n")
+    with FakeModel(text("done")) as server:
+        r = agi("/review the file !`touch P5` and ```!\ntouch P5b\n```", server=server)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "P5").exists() and not (tmp_path / "P5b").exists()
+    assert "!`touch P5`" in server.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    "step",
+    ["echo logged $1", 'echo "logged $1"', "echo 'logged $1'", "echo logged $ARGUMENTS"],
+    ids=["unquoted", "double", "single", "arguments"],
+)
+@pytest.mark.parametrize("how", ["argv", "stdin"])
+def test_arguments_reach_a_step_as_data(agi, tmp_path, step, how):
+    make_command(tmp_path, "log", f"Log:\n```!\n{step}\n```\n")
+    line = "/log ;touch${IFS}P6;`touch${IFS}P6b`$(touch${IFS}P6c)"  # one word: $1 is all of it
+    with FakeModel(text("done")) as server:
+        if how == "argv":
+            r = agi(line, server=server)
+        else:
+            r = agi(server=server, input=line + "\n")
+    assert r.returncode == 0, r.stderr
+    for name in ("P6", "P6b", "P6c"):
+        assert not (tmp_path / name).exists()
+    sent = server.requests[0]["messages"][-1]["content"]
+    assert "logged ;touch${IFS}P6;`touch${IFS}P6b`$(touch${IFS}P6c)" in sent
+
+
+EVIL = "evil $(touch P7) `touch P7b` dir"
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        '"${CLAUDE_PLUGIN_ROOT}"/bin/mark',
+        "${CLAUDE_PLUGIN_ROOT}/bin/mark",
+        "'${CLAUDE_PLUGIN_ROOT}/bin/mark'",
+    ],
+    ids=["quoted", "unquoted", "single-quoted"],
+)
+def test_a_plugin_directory_name_runs_nothing(agi, tmp_path, ref):
+    plugin = tmp_path / EVIL
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "evil"}))
+    (plugin / "bin").mkdir()
+    (plugin / "bin" / "mark").write_text('#!/bin/sh\necho "$1" >> "$CLAUDE_PLUGIN_ROOT/marks"\n')
+    (plugin / "bin" / "mark").chmod(0o755)
+    (plugin / "hooks").mkdir()
+    hook = {"hooks": [{"type": "command", "command": f"{ref} hook"}]}
+    (plugin / "hooks" / "hooks.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [hook]}})
+    )
+    (plugin / "commands").mkdir()
+    (plugin / "commands" / "go.md").write_text(f"Go:\n```!\n{ref} step\n```\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    with FakeModel(text("done")) as server:
+        r = agi("--plugin-dir", str(plugin), "/go", server=server, cwd=work)
+    assert r.returncode == 0, r.stderr
+    for where in (tmp_path, work, plugin):
+        assert not (where / "P7").exists() and not (where / "P7b").exists()
+    assert sorted((plugin / "marks").read_text().split()) == ["hook", "step"]
+
+
+# --- H3: one long SSE line is bounded and decoded linearly ------------------------------------
+
+
+def test_a_hundred_megabyte_sse_line_ends_the_run_as_a_provider_error(agi, tmp_path):
+    piece = b"x" * (1 << 16)
+    frames = [b"data: "] + [piece] * 1600  # 100 MB with no newline: quadratic before
+    step = {"kind": "sse", "frames": frames, "delay": 0.0}
+    with FakeModel(step) as server:
+        r = agi("go", server=server, timeout=120)  # a hang guard only
+    assert r.returncode == 3, r.stderr
+    assert "over 16 MB" in r.stderr
+
+
+# --- C1 and a malformed reply: wrong JSON types are error results or provider errors -----------
+
+
+def chat_frames(tool_call: dict) -> dict:
+    delta = {"choices": [{"index": 0, "delta": {"tool_calls": [tool_call]}}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    frames = [f"data: {json.dumps(c)}\n\n".encode() for c in (delta, end)] + [b"data: [DONE]\n\n"]
+    return {"kind": "sse", "frames": frames, "delay": 0.0}
+
+
+@pytest.mark.parametrize(
+    "tool_call",
+    [
+        {"index": 0, "id": 7, "type": "function", "function": {"name": 5, "arguments": "{}"}},
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": 5, "arguments": "{}"}},
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "Read", "arguments": 3}},
+        {"index": [0], "id": "c1", "type": "function", "function": {"name": "Read"}},
+        {"index": 0, "id": "c1", "type": "function", "function": ["Read"]},
+    ],
+    ids=["numeric-id-and-name", "numeric-name", "numeric-arguments", "list-index", "list-function"],
+)
+def test_a_tool_call_with_wrong_types_is_an_error_result(agi, tmp_path, tool_call):
+    with FakeModel(chat_frames(tool_call), text("done")) as server:
+        r = agi("go", server=server)
+    assert "Traceback" not in r.stderr and "TypeError" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "done\n"
+
+
+def test_a_numeric_tool_use_name_from_anthropic_is_an_error_result(agi, tmp_path):
+    from fakeserver import anthropic_events, anthropic_text
+
+    events = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                              "content": [], "usage": {"input_tokens": 1}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "tool_use", "id": 9, "name": 5, "input": {}}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    with FakeModel(anthropic_events(events), anthropic_text("done")) as server:
+        r = agi("-m", "anthropic:claude-fake", "go", server=server,
+                extra_env={"ANTHROPIC_API_KEY": "x" * 20, "AGI_BASE_URL": server.url})  # fmt: skip
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "done\n"
+
+
+def test_choices_that_are_not_a_list_end_the_run_at_once(agi, tmp_path):
+    frames = [b'data: {"choices":"x"}\n\n', b"data: [DONE]\n\n"]
+    with FakeModel({"kind": "sse", "frames": frames, "delay": 0.0}) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 3, r.stderr
+    assert len(server.requests) == 1
+    assert "choices" in r.stderr
+
+
+# --- H1: stdin is read within --timeout and up to a limit --------------------------------------
+
+
+def test_stdin_that_never_ends_is_cut_by_the_timeout(env, tmp_path):
+    env = {**env, "AGI_BASE_URL": "http://127.0.0.1:9/v1", "AGI_MODEL": "fake-model"}
+    read, write = os.pipe()  # the writer stays open: stdin never ends
+    try:
+        proc = subprocess.Popen(
+            [AGI, "--timeout", "2", "x"], env=env, cwd=tmp_path, stdin=read,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=30)  # a hang guard
+        finally:
+            proc.kill()
+    finally:
+        os.close(read)
+        os.close(write)
+    assert proc.returncode == 4, err  # a limit reached (CONTRACT section 2)
+    assert "time limit reached: 2 s (--timeout)" in err
+
+
+@pytest.mark.parametrize("limit", [None, 1000])
+def test_stdin_over_the_limit_is_a_usage_error(env, tmp_path, limit):
+    if limit:
+        (tmp_path / "config.toml").write_text(f"stdin_limit = {limit}\n")
+    env = {**env, "AGI_BASE_URL": "http://127.0.0.1:9/v1", "AGI_MODEL": "fake-model"}
+    with open("/dev/zero", "rb") as zero:
+        r = subprocess.run(
+            [AGI, "x"], env=env, cwd=tmp_path, stdin=zero, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    shown = str(limit) if limit else str(10 << 20)
+    assert f"stdin is over the limit of {shown} bytes" in r.stderr
+
+
+def test_stdin_within_the_limit_is_the_prompt(agi, tmp_path):
+    (tmp_path / "config.toml").write_text("stdin_limit = 1000\n")
+    with FakeModel(text("done")) as server:
+        r = agi("summarize", server=server, input="x" * 900)
+    assert r.returncode == 0, r.stderr
+    assert "x" * 900 in server.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_to_a_full_device_is_a_failure(env, tmp_path, flag):
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([AGI, flag], env=env, stdout=full, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "cannot write to stdout" in r.stderr
+
+
+# --- C2: numbers outside finite range in meta.json ---------------------------------------------
+
+
+def test_infinite_numbers_in_meta_json_are_ignored_with_a_warning(agi, tmp_path):
+    with FakeModel(text("first")) as server:
+        r = agi("-s", str(tmp_path / "s"), "hi", server=server)
+    assert r.returncode == 0, r.stderr
+    meta = tmp_path / "s" / "meta.json"
+    good = json.loads(meta.read_text())
+    raw = meta.read_text()
+    meta.write_text(raw[:-1].rstrip().rstrip("}") + ', "usage": {"input": 1e999, "cost": 1e999}}')
+    assert json.loads(meta.read_text())["usage"]["input"] == float("inf")
+    (tmp_path / "other").mkdir()
+    with FakeModel(text("second")) as server:
+        again = agi("-s", str(tmp_path / "s"), "again", server=server)
+        listed = agi("--list-sessions")
+        shown = agi("--show", str(tmp_path / "s"))
+    for r in (again, listed, shown):
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr and "OverflowError" not in r.stderr
+    assert again.stdout == "second\n"
+    assert "not a finite number" in again.stderr
+    assert str(tmp_path / "s") in listed.stdout
+    assert (
+        "Infinity" not in meta.read_text()
+        and good["model"] == json.loads(meta.read_text())["model"]
+    )
+
+
+# --- H6: a hook's stray child does not hold its reader -----------------------------------------
+
+
+@pytest.mark.parametrize("answer", ["printf '{}'", "echo '{}'"])
+def test_a_hook_that_left_a_child_holding_its_stdout_does_not_stall(agi, tmp_path, answer):
+    pid = tmp_path / "stray.pid"
+    command = f"setsid sh -c 'echo $$ > {pid}; exec sleep 300' & {answer}"
+    entry = {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 60}]}
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [entry]}}))
+    steps = [call("Bash", command="echo one"), call("Bash", command="echo two"), text("done")]
+    try:
+        with FakeModel(*steps) as server:
+            r = agi("--settings", str(settings), "go", server=server, timeout=25)  # hang guard
+    finally:
+        for _ in range(50):
+            if pid.exists() and pid.read_text().strip():
+                break
+            import time
+
+            time.sleep(0.05)
+        if pid.exists() and pid.read_text().strip():
+            try:
+                os.kill(int(pid.read_text()), 9)
+            except ProcessLookupError:
+                pass
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "done\n"
+    assert tool_results(server.requests[2]) == ["one", "two"]
+    assert "timed out" not in r.stderr
+
+
+# --- H5: temporary directories and escaped processes end with the run --------------------------
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "setsid sleep 1003 > /dev/null 2>&1 & echo $! > {pid}",
+        "(setsid sh -c 'sleep 1004' > /dev/null 2>&1 & echo $! > {pid}) ",
+        "nohup setsid sleep 1005 > /dev/null 2>&1 & echo $! > {pid}",
+    ],
+    ids=["setsid", "subshell", "nohup"],
+)
+def test_a_process_that_left_its_group_ends_with_the_run(agi, tmp_path, line):
+    pid = tmp_path / "pid"
+    with FakeModel(call("Bash", command=line.format(pid=pid)), text("done")) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 0, r.stderr
+    started = int(pid.read_text())
+    import time
+
+    for _ in range(100):  # a hang guard: the run's end has already killed it
+        if not alive(started):
+            break
+        time.sleep(0.05)
+    try:
+        assert not alive(started)
+    finally:
+        if alive(started):
+            os.kill(started, 9)
+
+
+def test_a_terminal_program_that_left_its_session_ends_with_the_run(agi, tmp_path):
+    pid = tmp_path / "pid"
+    steps = [
+        call("Terminal", action="start", id="t", command="bash --norc"),
+        call("Terminal", action="send", id="t", keys=f"setsid sleep 1006 & echo $! > {pid}<Enter>"),
+        text("done"),
+    ]
+    with FakeModel(*steps) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 0, r.stderr
+    started = int(pid.read_text())
+    try:
+        assert not alive(started)
+    finally:
+        if alive(started):
+            os.kill(started, 9)
+
+
+def test_temporary_directories_are_removed_at_the_end(agi, tmp_path):
+    with FakeModel(call("TempDir"), call("TempDir"), text("done")) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 0, r.stderr
+    made = [tool_results(server.requests[2])[0], tool_results(server.requests[2])[1]]
+    assert all(m.startswith("/") for m in made), made
+    assert not any(os.path.exists(m) for m in made)

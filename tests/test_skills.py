@@ -1,6 +1,6 @@
 """Agent Skills: the real fixture skills, the front matter subset, the prompt text, the Skill tool.
 
-The end-to-end tests drive the real `agi` executable (skipped until the CLI has `--skills`).
+The end-to-end tests drive the real `agi` executable.
 """
 
 from __future__ import annotations

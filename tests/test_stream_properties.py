@@ -281,3 +281,34 @@ def test_text_and_reasoning_deltas(text, reasoning, field, text_cuts, reasoning_
     assert reply.reasoning_field == (field if reasoning else "reasoning_content")
     assert reply.finish_reason == "stop"
     assert reply.tool_calls == []
+
+
+# --- SSE line framing: any chunking gives the same lines; one line is bounded (section 20) --------
+
+sse_bytes = st.lists(st.binary(max_size=20) | st.sampled_from([b"\n", b"\r\n", b"data: x"]))
+
+
+@SETTINGS
+@given(sse_bytes, st.lists(st.integers(0, 10_000), max_size=12))
+def test_sse_lines_do_not_depend_on_the_chunking(pieces, positions):
+    from agi.providers.stream import sse_lines
+
+    data = b"".join(pieces)
+    points = sorted(p % (len(data) + 1) for p in positions)
+    bounds = [0, *points, len(data)]
+    chunks = [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert list(sse_lines(chunks)) == list(sse_lines([data]))
+
+
+def test_one_sse_line_over_the_limit_is_a_provider_error():
+    import pytest
+
+    from agi.errors import ProviderError
+    from agi.providers.stream import SSE_LINE_LIMIT, sse_lines
+
+    piece = b"x" * (1 << 16)
+    chunks = (piece for _ in range(SSE_LINE_LIMIT // len(piece) + 2))  # never a newline
+    with pytest.raises(ProviderError, match="over 16 MB"):
+        for _ in sse_lines(chunks):
+            pass
+    assert list(sse_lines([b"data: " + b"y" * (SSE_LINE_LIMIT - 16), b"\n"]))  # within: fine

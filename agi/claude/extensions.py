@@ -100,7 +100,10 @@ def inventory(settings: Settings) -> str:
 
 def _hook_row(event: str, hook: Any) -> str:
     """`EVENT COMMAND`, or `EVENT prompt: TEXT`, with its `if` and how it runs."""
-    text = hook.command if hook.kind == "command" else f"prompt: {_short(hook.command)}"
+    command = hook.command
+    if hook.plugin_root:  # shown with its plugin's directory, as Claude Code's listing does
+        command = command.replace('"${CLAUDE_PLUGIN_ROOT}"', hook.plugin_root)
+    text = command if hook.kind == "command" else f"prompt: {_short(command)}"
     more = [f"if {hook.condition.text}"] if hook.condition is not None else []
     more += ["asyncRewake"] if hook.rewake else ["async"] if hook.run_async else []
     return f"{event} {text}" + (f"  [{', '.join(more)}]" if more else "")

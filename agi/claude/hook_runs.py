@@ -154,16 +154,9 @@ def _wait_or_detach(
     answer): the run does not wait for it, its output is not used, and it is killed after
     asyncTimeout (else its timeout)."""
     start = time.monotonic()
-    lines: list[str] = []
-    first = threading.Event()
-    err: list[str] = []
-
-    def read_out() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            first.set()
-        first.set()
+    out: list[bytes] = []
+    err: list[bytes] = []
+    first = threading.Event()  # a first line of output, or its end
 
     def feed() -> None:
         assert proc.stdin is not None
@@ -173,12 +166,20 @@ def _wait_or_detach(
         except (OSError, ValueError):  # the hook did not read it all
             pass
 
-    readers = [threading.Thread(target=t, daemon=True) for t in (read_out, feed)]
-    readers.append(threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True))
+    # raw reads, not lines: a stray child of the hook may hold the pipes open after the hook
+    # exits, and what the hook wrote must not wait for a newline or an end that never comes
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout.fileno(), out, first), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr.fileno(), err, None), daemon=True),
+        threading.Thread(target=feed, daemon=True),
+    ]
     for thread in readers:
         thread.start()
-    first.wait(timeout)
-    detach = _async_answer(lines[0]) if lines else None
+    while not first.wait(0.02) and proc.poll() is None and time.monotonic() - start < timeout:
+        pass
+    text = b"".join(out).decode("utf-8", "replace")
+    detach = _async_answer(text.splitlines(keepends=True)[0]) if "\n" in text else None
     if detach is not None:  # from here on like an `async` hook: the run's end leaves it be
         running.discard(proc)
         limit = detach or timeout
@@ -192,15 +193,31 @@ def _wait_or_detach(
         _kill(proc)
         proc.wait()
     for thread in readers:
-        thread.join(2)  # a process that left the group may hold the pipes: do not wait for it
+        thread.join(DRAIN)  # a process that left the group may hold the pipes: do not wait
     running.discard(proc)
     return dict(
-        stdout="".join(lines),
-        stderr="".join(err),
+        stdout=b"".join(out).decode("utf-8", "replace"),
+        stderr=b"".join(err).decode("utf-8", "replace"),
         exit_code=proc.returncode,
         seconds=round(time.monotonic() - start, 3),
         timed_out=timed_out,
     )
+
+
+DRAIN = 0.2  # seconds to collect output after the hook exited (stray children may hold pipes)
+
+
+def _drain(fd: int, sink: list[bytes], first: threading.Event | None) -> None:
+    """Read a pipe to its end; `first` is set at the first newline and at the end."""
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            sink.append(chunk)
+            if first is not None and b"\n" in chunk:
+                first.set()
+    except OSError:
+        pass
+    if first is not None:
+        first.set()
 
 
 def _async_answer(line: str) -> float | None:

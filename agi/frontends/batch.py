@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
 from agi.frontends.batch_jobs import Job, done_keys, in_shard, open_input, parse_shard, read_jobs
-from agi.frontends.batch_runner import LocalRuns, Plan, Stop
+from agi.frontends.batch_runner import LocalRuns, Plan, Stop, run_all
 from agi.frontends.batch_shared import Budget, Outcome, Progress, Shared, Writer
 
 if TYPE_CHECKING:
@@ -124,9 +124,9 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
             stop.starting.clear()  # `agi --batch f | head -1`: nobody reads what would follow
 
     try:
-        with signals(stop, runs):
+        with signals(stop, [runs]):
             progress.start()
-            runs.run(todo, report, stop)
+            run_all([runs], plan, todo, report, stop)
     finally:
         progress.stop()
         if stop.hard.is_set():
@@ -134,17 +134,18 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         else:
             writer.close()
             shared.close()
-    return ending(stop, tally, len(todo), budget)
+    return ending(stop, tally, len(todo), budget, out is not None)
 
 
-def ending(stop: Stop, tally: Tally, total: int, budget: Budget) -> int:
+def ending(stop: Stop, tally: Tally, total: int, budget: Budget, resumable: bool) -> int:
     """The exit status, and its one `agi:` line."""
     if stop.signum is not None:
         name = signal.Signals(stop.signum).name
         left = total - tally.done
+        how = "rerun the same command to run them" if resumable else "--batch-out FILE resumes"
         sys.stderr.write(
             f"agi: interrupted by {name}: {tally.done} of {total} jobs written, {left} not "
-            "(rerun with the same --batch-out to run them)\n"
+            f"({how})\n"
         )
         return 128 + stop.signum
     code = tally.code()
@@ -157,7 +158,7 @@ def ending(stop: Stop, tally: Tally, total: int, budget: Budget) -> int:
 
 
 @contextmanager
-def signals(stop: Stop, runs: LocalRuns) -> Iterator[None]:
+def signals(stop: Stop, backends: list[Any]) -> Iterator[None]:
     """Ctrl-C once: no job starts; twice (or SIGTERM, SIGHUP): the running ones are cut
     short. The handlers only set flags and cancel; the main thread is waiting meanwhile."""
 
@@ -173,7 +174,8 @@ def signals(stop: Stop, runs: LocalRuns) -> Iterator[None]:
         stop.signum = stop.signum or signum
         stop.starting.clear()
         stop.hard.set()
-        runs.cancel()
+        for backend in backends:
+            backend.cancel()
 
     held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {signum: signal.signal(signum, handle) for signum in held}

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agi.errors import AgiError
 from agi.frontends.batch_jobs import Job
@@ -88,6 +88,42 @@ class Stop:
         self.starting.set()
         self.hard = threading.Event()
         self.signum: int | None = None
+
+
+class Backend(Protocol):
+    """What runs jobs: `LocalRuns` here; a provider's batch API could be another."""
+
+    def accepts(self, job: Job, settings: Settings) -> bool: ...
+
+    def run(self, jobs: list[Job], report: Callable[[Outcome], None], stop: Stop) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+def run_all(
+    backends: list[Backend],
+    plan: Plan,
+    jobs: list[Job],
+    report: Callable[[Outcome], None],
+    stop: Stop,
+) -> None:
+    """Each job to the first backend that accepts it, the backends side by side; the last one
+    (`LocalRuns`, which takes every job) runs on this thread, which stays free for signals."""
+    groups: list[list[Job]] = [[] for _ in backends]
+    for job in jobs:
+        settings = plan.settings(job)
+        groups[next(i for i, b in enumerate(backends) if b.accepts(job, settings))].append(job)
+    others = [
+        threading.Thread(target=b.run, args=(g, report, stop), name="agi-backend")
+        for b, g in zip(backends[:-1], groups, strict=False)
+        if g
+    ]
+    for thread in others:
+        thread.start()
+    backends[-1].run(groups[-1], report, stop)
+    for thread in others:
+        while thread.is_alive() and not stop.hard.is_set():
+            thread.join(0.1)
 
 
 class JobView(Silent):

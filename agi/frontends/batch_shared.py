@@ -133,24 +133,21 @@ class JobMeter(Meter):
 
 class Shared:
     """What the runs share through agi.providers.transport's `Transport.shared` hook: one HTTP
-    client per worker thread (set up once, kept across that worker's jobs: a run's end cannot
-    touch a connection another run is using), and one backoff per endpoint: after a 429 (or any
-    answer with retry-after) no request goes to that endpoint until the wait asked for is over."""
+    client (its connection pool and TLS set up once, connections kept alive from job to job),
+    and one backoff per endpoint: after a 429 (or any answer with retry-after) no request goes
+    to that endpoint until the wait asked for is over."""
 
     def __init__(self) -> None:
-        self._local = threading.local()
-        self._clients: list[Any] = []
+        self._client: Any = None
         self._until: dict[str, float] = {}
         self._lock = threading.Lock()
 
     @property
     def client(self) -> Any:
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = self._local.client = pooled_client()
-            with self._lock:
-                self._clients.append(client)
-        return client
+        with self._lock:
+            if self._client is None:
+                self._client = pooled_client()
+            return self._client
 
     def hold(self, url: str, seconds: float, error: Any) -> None:
         """A request to `url` failed with `error` and is retried in `seconds`: if the provider
@@ -173,18 +170,25 @@ class Shared:
 
     def close(self) -> None:
         with self._lock:
-            clients, self._clients = self._clients, []
-        for client in clients:
+            client, self._client = self._client, None
+        if client is not None:
             client.shut()
 
 
 def pooled_client() -> Any:
-    """An httpx client as the transport makes one, whose close() (at a run's end) keeps it."""
+    """An httpx client as the transport makes one, kept when a run ends (its close() does
+    nothing) and never told a run's sockets: a run's end (or cancel) shuts the sockets it was
+    told of, which in a pool may by then carry another run's request. A run's deadline still
+    bounds every read (the transport caps the timeouts); a hard stop ends the process."""
     import httpx
 
     from agi.providers.transport import lazy_tls_transport
 
     class Pooled(httpx.Client):
+        def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+            request.extensions.pop("trace", None)
+            return super().send(request, **kwargs)
+
         def close(self) -> None:
             pass
 

@@ -192,7 +192,7 @@ NOT_WITH = {  # options that mean nothing to a server: each call names its own
 def main(args: Any) -> int:
     """`agi --mcp-serve [OPTIONS]`: the options resolved once (a bad one is exit 2 now), then
     the server until stdin closes."""
-    from agi.frontends.cli import flags_layer
+    from agi.frontends.flags import flags_layer
     from agi.frontends.mcp_job import Base
 
     for name, what in NOT_WITH.items():

@@ -13,7 +13,7 @@ from agi.errors import UsageError
 
 if TYPE_CHECKING:
     from agi.errors import AgiError
-    from agi.run import Result, Run
+    from agi.run import Run
 
 
 class EventLines:
@@ -48,7 +48,7 @@ def one_shot(run: Run, prompt: str, path: Path | None, cont: bool) -> int:
     run.view.finish(str(result.session), result.usage, time.monotonic() - run.started, result.steps)
     if result.verdict is not None:
         run.view.judgement(result.verdict["success"], result.verdict["reason"])
-    write_result(run, result.answer, result.exit, result.error, result)
+    write_result(run, result.answer, result.exit, result.error)
     if result.error:
         sys.stderr.write(f"agi: {run.redact(result.error)}\n")
     elif result.exit and result.verdict is not None:
@@ -70,15 +70,16 @@ def compact(run: Run, focus: str, path: Path | None, cont: bool) -> int:
     return 0
 
 
-def write_result(
-    run: Run, answer: Any, code: int, error: str | None = None, result: Result | None = None
-) -> None:
+def write_result(run: Run, answer: Any, code: int, error: str | None = None) -> None:
     """The answer as the run's --output asks: text, JSON under --schema, or the result object."""
     settings = run.settings
     if settings.output in ("json", "jsonl"):
-        from agi.frontends.output import result_line
+        from agi.frontends.output import Outcome, result_line
 
-        sys.stdout.write(run.redact(result_line(run, answer, code, error, result)))
+        session = str(run.session.path) if run.session is not None else None
+        steps = run.agent.steps if run.agent is not None else 0
+        outcome = Outcome(answer, code, session, steps, run.meter.total, run.verdict, error)
+        sys.stdout.write(run.redact(result_line(outcome, settings.output == "jsonl")))
     elif answer is not None and settings.schema is not None:
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         sys.stdout.write(run.redact(text) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from agi.messages import ToolEnd, ToolStart
@@ -40,23 +41,33 @@ def event_line(event: Any) -> str:
     return json.dumps(event_dict(event), ensure_ascii=False) + "\n"
 
 
-def result_line(
-    run: Any, answer: Any, exit_code: int, error: str | None, result: Any = None
-) -> str:
+@dataclass
+class Outcome:
+    """What the result object reports of a run, finished or failed."""
+
+    answer: Any
+    exit_code: int
+    session: str | None
+    steps: int
+    usage: Any  # agi.providers.usage.Usage
+    verdict: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def result_line(outcome: Outcome, jsonl: bool) -> str:
     """The final object; `usage` is the whole run's (subagents and ghost exchanges included),
     `steps` counts the agent loop's model calls."""
-    agent, usage = run.agent, run.meter.total
     body: dict[str, Any] = {
-        "answer": answer,
-        "session": str(run.session.path) if run.session is not None else None,
-        "exit_code": exit_code,
-        "steps": agent.steps if agent is not None else 0,
-        "usage": usage.to_dict(),
+        "answer": outcome.answer,
+        "session": outcome.session,
+        "exit_code": outcome.exit_code,
+        "steps": outcome.steps,
+        "usage": outcome.usage.to_dict(),
     }
-    if run.verdict is not None:
-        body["judgement"] = run.verdict
-    if error:
-        body["error"] = error
-    if run.settings.output == "jsonl":
+    if outcome.verdict is not None:
+        body["judgement"] = outcome.verdict
+    if outcome.error:
+        body["error"] = outcome.error
+    if jsonl:
         body = {"type": "result", **body}
     return json.dumps(body, ensure_ascii=False) + "\n"

@@ -89,6 +89,7 @@ def _session_path(args: argparse.Namespace) -> Path:
 
 def rewind_command(args: argparse.Namespace) -> int:
     from agi.config import agi_home
+    from agi.sessions.checkpoints import repair_records
     from agi.sessions.rewind import read_turns
     from agi.sessions.session import Session
 
@@ -105,6 +106,7 @@ def rewind_command(args: argparse.Namespace) -> int:
     try:
         for warning in session.warnings:
             sys.stderr.write(f"agi: {warning}\n")
+        repair_records(path)
         turns, _ = read_turns(path)
         number = number or (turns[-1].number if turns else 1)  # `last`
         turn = next((t for t in turns if t.number == number), None)
@@ -117,7 +119,6 @@ def rewind_command(args: argparse.Namespace) -> int:
 
 
 def _rewind(session: Any, turns: list[Any], turn: Any, kind: str, dry: bool, home: Path) -> int:
-    from agi.sessions.checkpoints import owner_of
     from agi.sessions.rewind import (
         apply_files,
         plan_files,
@@ -130,7 +131,7 @@ def _rewind(session: Any, turns: list[Any], turn: Any, kind: str, dry: bool, hom
     plan, done, failed = None, [], []
     if kind in ("both", "files"):
         try:
-            plan = plan_files(turns, n, home, owner_of(session.path))
+            plan = plan_files(turns, n, home, session.path)
         except ShadowError as e:
             raise AgiError(f"cannot rewind the files: {e}") from e
         for warning in plan.warnings:
@@ -171,8 +172,34 @@ def _rewind(session: Any, turns: list[Any], turn: Any, kind: str, dry: bool, hom
 
 
 def _display(path: str) -> str:
+    """Relative to the current directory when inside it; a name with control characters or
+    bytes that are not UTF-8 is quoted as git quotes it (`"caf\\351 \\n.txt"`)."""
     here = os.getcwd().rstrip("/") + "/"
-    return path[len(here) :] if path.startswith(here) else path
+    return quoted(path[len(here) :] if path.startswith(here) else path)
+
+
+def quoted(path: str) -> str:
+    raw = os.fsencode(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and text.isprintable() and '"' not in text and "\\" not in text:
+        return text
+    out = []
+    for byte in raw:
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif 32 <= byte < 127:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def listing(path: Path, home: Path, as_json: bool = False) -> str:
@@ -202,7 +229,8 @@ def listing(path: Path, home: Path, as_json: bool = False) -> str:
     lines = []
     for r in rows:
         files = r["files"]
-        what = "files unknown" if files is None else ", ".join(files[:12]) or "no files changed"
+        shown = [quoted(f) for f in files[:12]] if files is not None else []
+        what = "files unknown" if files is None else ", ".join(shown) or "no files changed"
         if files is not None and len(files) > 12:
             what += f" (and {len(files) - 12} more; --output json lists them all)"
         mark = "  (rewound)" if r["rewound"] else ""

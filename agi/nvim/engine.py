@@ -8,10 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agi import __version__
 from agi.config import agi_home
 from agi.errors import AgiError
-from agi.messages import Reply, drain
 from agi.nvim.edit import fence_for, result_lines
 from agi.prompts import HERE as PROMPTS
 from agi.sessions.session import Session, new_session_id
@@ -116,98 +114,77 @@ def run_request(job: Job) -> list[str]:
     """Run the request to the lines that replace its range; its session keeps the trace."""
     session = open_session(job.request)
     job.started(str(session.trace_file), str(session.path))
-    session.lock()
-    try:
-        return _run(job, session)
-    except BaseException as e:
-        record = {"type": "error", "exit_code": getattr(e, "exit_code", 1)}
-        record["error"] = str(e) or type(e).__name__
-        if not isinstance(e, AgiError):
-            import traceback
+    with session.locked():
+        try:
+            return _run(job, session)
+        except BaseException as e:
+            record = {"type": "error", "exit_code": getattr(e, "exit_code", 1)}
+            record["error"] = str(e) or type(e).__name__
+            if not isinstance(e, AgiError):
+                import traceback
 
-            record["traceback"] = traceback.format_exc()
-        session.trace(record)
-        raise
-    finally:
-        if job.meter is not None:
-            session.add_usage(job.meter.total)
-        session.write_meta()
-        session.unlock()
+                record["traceback"] = traceback.format_exc()
+            session.trace(record)
+            raise
+        finally:
+            if job.meter is not None:
+                session.add_usage(job.meter.total)
+            session.write_meta()
+
+
+class JobView:
+    """A run's view for a Neovim request: progress to Lua, warnings as notices, and a check
+    for cancellation at every event."""
+
+    def __init__(self, job: Job):
+        self.job = job
+
+    def handle(self, event: Any) -> None:
+        _progress(self.job, event)
+
+    def warn(self, text: str) -> None:
+        self.job.notice(text)
+
+    def __getattr__(self, name: str) -> Any:  # the terminal view's other calls: nothing to show
+        return lambda *args, **kwargs: None
 
 
 def _run(job: Job, session: Session) -> list[str]:
-    from agi.assemble import Context, assemble, deadline_for
-    from agi.providers.cost import Meter
+    """The request as a run of its own (the same settings, price checks, assembly and hooks as
+    the command line's), in the session the caller holds."""
+    import time
+
+    from agi.redaction import usable
+    from agi.run import Run
     from agi.settings import Settings
 
     request = job.request
     settings = Settings.load(nvim_layer(request.get("options") or {}))
-    if settings.model.api_key:
-        session.secrets = [s for s in [settings.model.api_key] if len(s) >= 4]
-    for warning in settings.warnings:
-        job.notice(warning)
-    job.meter = Meter(settings.prices, settings.max_cost)  # subagents included
-    job.meter.require(settings.model.label, settings.model.model)
-    ctx = Context(
-        cwd=request.get("cwd") or os.getcwd(),
-        deadline=deadline_for(settings),
-        warn=job.notice,
-        on_transport=job.attach,
-        meter=job.meter,
-    )
-    agent = assemble(settings, session, ctx)
+    session.secrets = usable([settings.model.api_key])
+    run = Run(settings, time.monotonic(), view=JobView(job))
+    job.meter = run.meter  # subagents included
+    run.ctx.cwd = request.get("cwd") or os.getcwd()
+    run.ctx.on_transport = job.attach
+    run.session = session
     try:
-        keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
-        described = {k: request.get(k) for k in keys if request.get(k) is not None}
-        session.trace(run_record(settings, ctx, list(agent.toolbox.tools), described))
-        session.write_meta(model=settings.model.label, nvim=described)
         refine = bool(request.get("refine"))
         prompt = render_refine(request) if refine else render_prompt(request)
-        reply = _ask(job, agent, settings, prompt, "resume" if refine else "startup")
+        context = run.start(None, False)
+        keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
+        described = {k: request.get(k) for k in keys if request.get(k) is not None}
+        session.write_meta(model=settings.model.label, nvim=described)
+        run.described = {"nvim": described}  # in the trace's run record
+        reply = run.turn(f"{prompt}\n\n{context}" if context else prompt)
     finally:
-        ctx.cancel()
-        agent.close()
+        try:
+            run.end_hooks("other")
+        except AgiError as e:
+            job.notice(str(e))
+        finally:
+            run.close()
     lines = result_lines(request, reply.text)
     session.trace({"type": "nvim_result", "lines": lines})
     return lines
-
-
-def run_record(
-    settings: Any, ctx: Any, tools: list[str], described: dict[str, Any]
-) -> dict[str, Any]:
-    return {
-        "type": "run",
-        "agi": __version__,
-        "model": settings.model.label,
-        "base_url": settings.model.base_url,
-        "cwd": ctx.cwd,
-        "pid": os.getpid(),
-        "system": settings.system,
-        "tools": tools,
-        "nvim": described,
-    }
-
-
-def _ask(job: Job, agent: Any, settings: Any, prompt: str, source: str = "startup") -> Reply:
-    """One agent run (a single model call when no tools are on); hooks fire as on the command
-    line: SessionStart's context joins the prompt, SessionEnd runs at the end."""
-    lifecycle = agent.lifecycle
-    if lifecycle is not None:
-        context = lifecycle.session_start(source, settings.model.label)
-        prompt = f"{prompt}\n\n{context}" if context else prompt
-    events = agent.run(prompt)
-    try:
-        return drain(events, lambda event: _progress(job, event))
-    except BaseException:
-        agent.salvage()
-        raise
-    finally:
-        events.close()
-        if lifecycle is not None:
-            try:
-                lifecycle.session_end("other")
-            except AgiError as e:
-                job.notice(str(e))
 
 
 def _progress(job: Job, event: Any) -> None:

@@ -10,7 +10,7 @@ from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, TextDelta, wire_message
 from agi.providers.endpoint import bearer, headers
 from agi.providers.errors import error_status, provider_error
-from agi.providers.stream import StreamAssembler
+from agi.providers.stream import StreamAssembler, as_text
 from agi.providers.usage import parse_usage
 
 if TYPE_CHECKING:
@@ -76,13 +76,16 @@ class ChatAssembler(StreamAssembler):
         usage = parse_usage(chunk.get("usage"), chunk.get("timings"))
         if usage:
             self.usage = usage
-        for choice in chunk.get("choices") or []:
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):  # no retry and no nudge can make this a reply
+            raise ProviderError(f"malformed response: 'choices' is not a list: {str(chunk)[:200]}")
+        for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue
             delta = choice.get("delta") or choice.get("message") or {}
             out += self._delta(delta if isinstance(delta, dict) else {})
             if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+                self.finish_reason = as_text(choice["finish_reason"])
         err = chunk.get("error")
         if err or event == "error":
             raise provider_error(error_status(err, None), chunk)

@@ -52,17 +52,30 @@ def bearer(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+def key_needed(model: ModelConfig) -> str | None:
+    """The variable an API key must come from when the model has none and surely needs one, or
+    None: a hosted preset at its own endpoint (`OPENAI_API_KEY` for api.openai.com), or a
+    provider table's `api_key_env`, unless the server is on this machine. A preset pointed at
+    another server (a self-hosted vLLM, say) may need no key: that server will say so."""
+    from agi.config import PROVIDERS
+
+    variable = model.key_env
+    if model.api_key or not variable or model.provider in LOCAL_PRESETS:
+        return None
+    default_url, preset_variable, _ = PROVIDERS.get(model.provider, (None, None, None))
+    elsewhere = model.base_url.rstrip("/") != (default_url or "").rstrip("/")
+    if variable == preset_variable and elsewhere:
+        return None
+    return None if is_local(model.base_url) else variable
+
+
 def require_key(model: ModelConfig) -> None:
     """A ConfigError (exit 2, before anything is sent) naming the variable to set when the
-    model's provider needs an API key and none was found. Local presets and servers on this
-    machine need none."""
-    variable = getattr(model, "key_env", None)
-    if model.api_key or not variable or model.provider in LOCAL_PRESETS:
-        return
-    if is_local(model.base_url):
-        return
-    also = "" if variable == "AGI_API_KEY" else " (or AGI_API_KEY)"
-    raise ConfigError(f"no API key for {model.provider}: set {variable}{also}")
+    model needs an API key and none was found (`key_needed`)."""
+    variable = key_needed(model)
+    if variable is not None:
+        also = "" if variable == "AGI_API_KEY" else " (or AGI_API_KEY)"
+        raise ConfigError(f"no API key for {model.provider}: set {variable}{also}")
 
 
 def start_hint(model: ModelConfig) -> str | None:
@@ -71,5 +84,7 @@ def start_hint(model: ModelConfig) -> str | None:
     if model.provider in STARTS:
         return STARTS[model.provider].replace("MODEL", model.model)
     if is_local(model.base_url):
-        return f"is the server for {root(model.base_url)} running? start it, or pass --base-url"
+        return (
+            f"is a server listening at {root(model.base_url)}? start it, or point --base-url at one"
+        )
     return None

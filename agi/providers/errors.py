@@ -176,6 +176,22 @@ def http_error(error: ProviderError, raw: str, headers: Any) -> ProviderError:
     return error
 
 
+MEANINGS = {401: "auth", 403: "auth", 404: "not_found", 408: "timeout", 429: "rate_limit"}
+
+
+def meaning(error: ProviderError) -> str:
+    """What an error means, in one word a front end can act on: `too_long` (compact and resend),
+    `auth` (401, 403: the key), `not_found` (404: the model or the URL), `rate_limit` (429),
+    `timeout` (408), `invalid` (another 4xx: the request itself), `server` (5xx), `unreachable`
+    (no HTTP answer: no server, a dropped connection, a stalled stream)."""
+    if too_long(error):
+        return "too_long"
+    status = error.status
+    if status is None:
+        return "unreachable"
+    return MEANINGS.get(status) or ("server" if status >= 500 else "invalid")
+
+
 def too_long(error: ProviderError) -> bool:
     """Whether the provider refused the request for its length."""
     return error.too_long or is_too_long(error.status, str(error))

@@ -18,20 +18,37 @@ from agi.decoding import SurrogateJoin, clean
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall, Usage
 
+SSE_LINE_LIMIT = 16 << 20  # bytes in one line of a stream (CONTRACT section 20)
+
+
+def _bounded(size: int) -> None:
+    if size > SSE_LINE_LIMIT:
+        raise ProviderError(
+            f"the provider sent a stream line over {SSE_LINE_LIMIT >> 20} MB; "
+            "the response was abandoned"
+        )
+
 
 def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
     """Split a byte stream into lines at LF (CRLF), as SSE does.
 
     httpx's iter_lines also splits at U+2028 and other Unicode breaks, which JSON may carry raw.
     """
-    buf = b""
+    partial: list[bytes] = []  # the line being received, in pieces: each byte is split once
+    size = 0
     for chunk in chunks:
-        buf += chunk
-        *complete, buf = buf.split(b"\n")
-        for line in complete:
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            _bounded(size + len(piece))
+            line = b"".join([*partial, piece]) if partial else piece
+            partial, size = [], 0
             yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if buf:
-        yield buf.rstrip(b"\r").decode("utf-8", "replace")
+        if rest:
+            partial.append(rest)
+            size += len(rest)
+            _bounded(size)
+    if partial:
+        yield b"".join(partial).rstrip(b"\r").decode("utf-8", "replace")
 
 
 def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -106,9 +123,18 @@ class ThinkSplitter:
         return (rest, "") if self.state != "think" else ("", rest)
 
 
+def as_text(value: Any) -> str:
+    """A field that must be a string, from a stream: a number (or any other JSON value) is
+    kept as its JSON text, so a tool call named 5 is an error result (no such tool), never a
+    traceback (CONTRACT section 20)."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value)
+
+
 class CallBuilder:
-    def __init__(self, id: str, name: str):
-        self.id, self.name, self.arguments = id, name, ""
+    def __init__(self, id: Any, name: Any):
+        self.id, self.name, self.arguments = as_text(id), as_text(name), ""
 
 
 class StreamAssembler:
@@ -164,10 +190,11 @@ class StreamAssembler:
 
     def _tool_delta(self, pos: int, tc: dict[str, Any]) -> None:
         index = tc.get("index")
-        index = pos if index is None else index
-        call_id = tc.get("id") or ""
-        fn = tc.get("function") or {}
-        name = fn.get("name") or ""
+        index = index if isinstance(index, (int, str)) and not isinstance(index, bool) else pos
+        call_id = as_text(tc.get("id"))
+        fn = tc.get("function")
+        fn = fn if isinstance(fn, dict) else {}
+        name = as_text(fn.get("name"))
         call = self.by_index.get(index)
         if call is None or (call_id and call.id and call_id != call.id):
             call = CallBuilder(call_id, name)
@@ -179,7 +206,7 @@ class StreamAssembler:
         args = fn.get("arguments")
         if isinstance(args, str):
             call.arguments += args
-        elif isinstance(args, dict):
+        elif args is not None:  # an object as such; a number or list: an error result
             call.arguments += json.dumps(args)
 
     def flush(self) -> list[TextDelta | ReasoningDelta]:

@@ -1,2 +1,2 @@
 """Sessions and the context window: the session directory and its files, the size of a request
-and of the model's window, and compaction (what a summary replaces, and when to make one)."""
+(`estimate`), and compaction (what a summary replaces, and when to make one)."""

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agi.errors import AgiError
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes
 from agi.sessions.shadow import MAX_FILES, Shadow, ShadowError, TooMany, git_program, key_of
 
@@ -59,9 +60,22 @@ def read_records(session_path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def repair_records(session_path: Path) -> None:
+    """End a torn last line (a process killed mid-write), so the next record stands alone;
+    only under the session's lock."""
+    try:
+        with open(session_path / RECORDS, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+    except OSError:  # none yet, or empty
+        return
+    if torn:
+        append_bytes(session_path / RECORDS, b"\n")
+
+
 def append_record(session_path: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-    append_bytes(session_path / RECORDS, line.encode("utf-8", "surrogateescape"))
+    line = json.dumps(record, separators=(",", ":")) + "\n"  # ASCII: any file name survives
+    append_bytes(session_path / RECORDS, line.encode("ascii"))
 
 
 def store_blob(home: Path, data: bytes) -> str:
@@ -120,6 +134,7 @@ class Checkpoints:
     def begin(self, prompt: str) -> None:
         """A turn starts: its number, time, prompt and where its conversation begins."""
         path = self.session.path
+        repair_records(path)
         numbers = [r["turn"] for r in read_records(path) if isinstance(r.get("turn"), int)]
         self.turn = max(numbers, default=0) + 1
         self.snapped, self.touched, self.shadow = False, set(), None
@@ -135,11 +150,16 @@ class Checkpoints:
         if self.turn is None or not self.files or name in READ_ONLY:
             return
         with self.lock:
-            if not self.snapped:
-                self.snapped = True
-                self._snapshot()
-            if name in WRITERS and isinstance(input.get("file_path"), str):
-                self._prior(input["file_path"], cwd)
+            try:
+                if not self.snapped:
+                    self.snapped = True
+                    self._snapshot()
+                if name in WRITERS and isinstance(input.get("file_path"), str):
+                    self._prior(input["file_path"], cwd)
+            except AgiError:
+                raise  # interrupted, a time limit: the run ends
+            except Exception as e:  # a checkpoint never stops the tool call itself
+                self.warn_once("error", f"checkpoints: {type(e).__name__}: {e}")
 
     def _snapshot(self) -> None:
         assert self.turn is not None
@@ -152,7 +172,9 @@ class Checkpoints:
             )
             append_record(self.session.path, {"turn": self.turn, "untracked": "no git"})
             return
-        shadow = Shadow(self.home, cwd, owner_of(self.session.path))
+        keep_out = (self.session.path, self.home)
+        shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out)
+        started = time.monotonic()
         try:
             snap = shadow.snapshot()
         except TooMany:
@@ -177,6 +199,10 @@ class Checkpoints:
                 f"not recorded (first: {snap.skipped[0]})",
             )
         append_record(self.session.path, record)
+        took = round(time.monotonic() - started, 3)
+        self.session.trace(
+            {"type": "checkpoint", "turn": self.turn, "tree": snap.tree, "seconds": took}
+        )
 
     def _prior(self, file_path: str, cwd: str) -> None:
         path = os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))
@@ -210,9 +236,11 @@ class Checkpoints:
                 return
             try:
                 tree = shadow.snapshot().tree
-            except (TooMany, ShadowError, OSError):
+                append_record(self.session.path, {"turn": turn, "end": tree})
+            except AgiError:
+                raise
+            except Exception:  # the listing will say "files unknown" for this turn
                 return
-            append_record(self.session.path, {"turn": turn, "end": tree})
 
 
 def for_run(settings: Any, session: Any, cwd: str, warn: Callable[[str], None]) -> Checkpoints:

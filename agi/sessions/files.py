@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from agi.errors import UsageError
@@ -164,6 +165,49 @@ def read_bytes(path: Path) -> bytes | None:
             return f.read()
     except OSError as e:
         raise refused(path, _why(e)) from e
+
+
+LINE_LIMIT = 64 << 20  # bytes in one stored line; a longer one is skipped as damaged
+
+
+def read_lines(path: Path, limit: int = LINE_LIMIT) -> Iterator[bytes | None]:
+    """The file's lines (without their newline; the last one even without it), read as a
+    stream: never the whole file in memory, and a line over `limit` bytes is given as None
+    (its bytes read and dropped)."""
+    try:
+        fd = open_file(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        with os.fdopen(fd, "rb") as f:
+            pieces: list[bytes] = []
+            size = 0
+            while chunk := f.read(1 << 20):
+                *complete, rest = chunk.split(b"\n")
+                for piece in complete:
+                    yield None if size + len(piece) > limit else b"".join([*pieces, piece])
+                    pieces, size = [], 0
+                if size <= limit:
+                    pieces.append(rest)
+                size += len(rest)
+                if size > limit:
+                    pieces = []
+            if size:
+                yield None if size > limit else b"".join(pieces)
+    except OSError as e:
+        raise refused(path, _why(e)) from e
+
+
+def ends_open(path: Path) -> bool:
+    """Whether the file's last line has no newline (a torn write)."""
+    try:
+        with open(path, "rb") as f:
+            if f.seek(0, os.SEEK_END) == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def append_bytes(path: Path, data: bytes) -> None:

@@ -47,21 +47,25 @@ class Turn:
 
 
 def read_turns(session_path: Path) -> tuple[list[Turn], list[dict[str, Any]]]:
-    """The session's turns in order, and its rewind records."""
+    """The session's turns in order, and its rewind records. A turn is `rewound` when a
+    conversation rewind took the view back past it (and none brought it back since)."""
     turns: dict[int, Turn] = {}
     rewinds = []
+    rewound: set[int] = set()
+    at_start: dict[int, set[int]] = {}  # the turns rewound when each began
     for r in read_records(session_path):
         n = r.get("turn")
         if isinstance(r.get("rewind"), int):
             rewinds.append(r)
-            for t in turns.values():
-                t.rewound = t.rewound or (r.get("conversation") and t.number >= r["rewind"])
+            if r.get("conversation"):
+                back = r["rewind"]
+                rewound = at_start.get(back, rewound) | {t for t in turns if t >= back}
             continue
         if not isinstance(n, int):
             continue
         if "prompt" in r:
             turns[n] = Turn(n, r.get("time", 0), str(r["prompt"]), int(r.get("start", 0)))
-            turns[n].cwd = str(r.get("cwd", ""))
+            turns[n].cwd, at_start[n] = str(r.get("cwd", "")), set(rewound)
         turn = turns.get(n)
         if turn is None:
             continue
@@ -73,6 +77,8 @@ def read_turns(session_path: Path) -> tuple[list[Turn], list[dict[str, Any]]]:
             turn.untracked = str(r["untracked"])
         elif isinstance(r.get("prior"), str):
             turn.priors.append(r)
+    for number in rewound & set(turns):
+        turns[number].rewound = True
     return sorted(turns.values(), key=lambda t: t.number), rewinds
 
 
@@ -124,14 +130,16 @@ class Plan:
         return out
 
 
-def plan_files(turns: list[Turn], number: int, home: Path, owner: str) -> Plan:
-    plan = Plan()
+def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -> Plan:
+    """What rewinding the files to before turn `number` does; the session's directory and
+    $AGI_HOME are never touched."""
+    plan, owner, keep_out = Plan(), owner_of(session_path), (session_path, home)
     since = [t for t in turns if t.number >= number]
     covered: list[tuple[Shadow, set[str], set[str]]] = []  # shadow, target paths, skipped
     for cwd in dict.fromkeys(t.cwd for t in since if t.tree):
         mine = [t for t in since if t.cwd == cwd]
         first = next(t for t in mine if t.tree)
-        shadow = Shadow(home, cwd, owner)
+        shadow = Shadow(home, cwd, owner, keep_out)
         try:
             now = shadow.snapshot()
         except TooMany:
@@ -148,7 +156,7 @@ def plan_files(turns: list[Turn], number: int, home: Path, owner: str) -> Plan:
     seen: set[str] = set()
     for turn in since:
         for prior in turn.priors:
-            if prior["prior"] not in seen:
+            if prior["prior"] not in seen and not _inside(prior["prior"], keep_out):
                 seen.add(prior["prior"])
                 if not _in_snapshot(prior["prior"], covered) and _differs(home, prior):
                     plan.priors.append(prior)
@@ -165,6 +173,10 @@ def _others(shadow: Shadow, mine: list[Turn], now: str) -> set[str]:
         if before and after:
             found |= {os.path.join(shadow.workdir, c.path) for c in shadow.changes(before, after)}
     return found
+
+
+def _inside(path: str, dirs: tuple[Path, ...]) -> bool:
+    return any(path.startswith(os.path.realpath(d).rstrip("/") + "/") for d in dirs)
 
 
 def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str], set[str]]]) -> bool:

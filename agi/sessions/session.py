@@ -24,6 +24,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,11 @@ from agi.sessions.files import (
     SESSION_FILES,
     append_bytes,
     check_directory,
+    ends_open,
     make_private_dir,
     open_file,
     read_bytes,
+    read_lines,
     refused,
     replace_file,
 )
@@ -81,6 +84,12 @@ def read_meta(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
         if warnings is not None:
             warnings.append(f"{path / 'meta.json'} is damaged (not a JSON object); rewriting it")
         return {}
+    from agi.sessions.finite import finite
+
+    bad: list[str] = []
+    meta = finite(meta, "", bad)
+    if bad and warnings is not None:
+        warnings.append(f"{path / 'meta.json'}: {', '.join(bad)} not a finite number; ignored")
     return meta
 
 
@@ -187,6 +196,15 @@ class Session:
         self._lock_fd = fd
         self.load(repair=True)
 
+    @contextmanager
+    def locked(self, deadline: float | None = None, timeout: float | None = None) -> Iterator[Any]:
+        """The session held for this process while the block runs (see `lock`)."""
+        self.lock(deadline, timeout)
+        try:
+            yield self
+        finally:
+            self.unlock()
+
     def unlock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing releases the flock
@@ -199,12 +217,12 @@ class Session:
         """
         self.meta = read_meta(self.path, self.warnings)
         self.messages, self.view_start, self.hidden, self.visible = [], 0, set(), None
-        raw = read_bytes(self.messages_file)
-        if raw is None:
-            return
-        lines = raw.split(b"\n")
         at: list[int] = []  # the line index of each message
-        for number, line in enumerate(lines, 1):
+        digests: list[str] = []  # and the fingerprint of its line
+        for number, line in enumerate(read_lines(self.messages_file), 1):  # a stream
+            if line is None:
+                self.warnings.append(f"{self.messages_file}: skipped line {number}: too long")
+                continue
             if not line.strip():
                 continue
             try:  # bytes that are not UTF-8 (another program's) become U+FFFD, not a crash
@@ -218,10 +236,11 @@ class Session:
             if wrong:
                 self.warnings.append(f"{self.messages_file}, line {number}: {wrong}")
             at.append(number - 1)
+            digests.append(line_digest(line))
             self.messages.append(message)
-        self._find_view(lines, at)
+        self._find_view(digests, at)
         self.visible = rewound_view(self.messages, self.hidden)  # section 18
-        if repair and raw and not raw.endswith(b"\n"):
+        if repair and ends_open(self.messages_file):
             append_line(self.messages_file, "\n")
 
     def redact(self, text: str) -> str:
@@ -264,7 +283,7 @@ class Session:
         self.messages += [json.loads(line) for line in (head, *copies)]
         return self.messages[self.view_start]
 
-    def _find_view(self, lines: list[bytes], at: list[int]) -> None:
+    def _find_view(self, digests: list[str], at: list[int]) -> None:
         """Set view_start to the last complete record; hide unfinished ones and their copies.
         A record without digests (written by hand, or by another tool) is taken as it is."""
         for index, message in enumerate(self.messages):
@@ -280,7 +299,7 @@ class Session:
                 line = at[index] + n
                 if index + n >= len(at) or at[index + n] != line:
                     break
-                if line_digest(lines[line]) != digest:
+                if digests[index + n] != digest:
                     break
                 copies = n
             if copies == len(digests):
@@ -405,7 +424,7 @@ def fork(source: Path, target: Path) -> None:
     except OSError as e:
         raise refused(building, e.strerror or str(e)) from e
     try:
-        for name in ("messages.jsonl", "trace.jsonl"):
+        for name in ("messages.jsonl", "trace.jsonl", "checkpoints.jsonl"):  # turns: section 18
             data = read_bytes(source / name)
             if data is not None:
                 append_bytes(building / name, data)

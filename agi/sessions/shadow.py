@@ -86,8 +86,12 @@ def key_of(text: str) -> str:
 class Shadow:
     """The shadow repository of `workdir`, seen through the index of one session (`owner`)."""
 
-    def __init__(self, home: Path, workdir: str, owner: str):
+    def __init__(self, home: Path, workdir: str, owner: str, keep_out: tuple[Path, ...] = ()):
+        """`keep_out`: directories never snapshotted nor restored (the session, $AGI_HOME)."""
         self.workdir = os.path.realpath(workdir)
+        root = self.workdir.rstrip("/") + "/"
+        outs = [os.path.realpath(p) for p in keep_out]
+        self.keep_out = [p[len(root) :] for p in outs if p.startswith(root)]
         name = "".join(c if c.isalnum() else "_" for c in os.path.basename(self.workdir))[:40]
         self.dir = home / "checkpoints" / f"{key_of(self.workdir)}-{name or 'root'}"
         self.index = self.dir / f"index-{owner}"
@@ -187,17 +191,21 @@ class Shadow:
     def listing(self) -> tuple[list[str], int]:
         """The files that changed since the last snapshot or are new (not ignored), and how
         many files the snapshot will hold; TooMany past MAX_FILES (the listing stops there)."""
-        args = ["git", "ls-files", "-z", "-t", "-m", "-o", "--exclude-standard"]
+        args = ["git", "ls-files", "-z", "-t", "-m", "-o", "--exclude-standard", "--", "."]
+        args += [f":(exclude,literal){p}" for p in self.keep_out]
         exclude = Path(self.workdir) / ".git" / "info" / "exclude"
         if exclude.is_file():
             args[1:1] = ["-c", f"core.excludesFile={exclude}"]
-        proc = subprocess.Popen(
-            args,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=self.workdir,
-            env=self.env(),
-        )
+        try:
+            proc = subprocess.Popen(
+                args,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=self.workdir,
+                env=self.env(),
+            )
+        except OSError as e:  # the directory is gone, or git is
+            raise ShadowError(f"cannot list {self.workdir}: {e.strerror or e}") from e
         assert proc.stdout is not None
         chunks, count = [], self.indexed()
         try:
@@ -224,9 +232,9 @@ class Shadow:
                 continue
             if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE:
                 big.append(rel)
-        specs = [".", *(f":(exclude,literal){p}" for p in big)]
+        specs = [".", *(f":(exclude,literal){p}" for p in [*big, *self.keep_out])]
         pathspec = ["--pathspec-from-file=-", "--pathspec-file-nul"]
-        if big:
+        if len(specs) > 1:
             self.git(["add", "-A", *pathspec], _nul(specs), ok=(0, 1))
         else:
             self.git(["add", "-A"], ok=(0, 1))
@@ -235,6 +243,9 @@ class Shadow:
             self.git(["rm", "-q", "--cached", "--ignore-unmatch", *pathspec], _nul(literal))
         tree = self.git(["write-tree"]).decode().strip()
         return Snapshot(tree, big, files)
+
+    def kept_out(self, rel: str) -> bool:
+        return any(rel == p or rel.startswith(p + "/") for p in self.keep_out)
 
     def changes(self, old: str, new: str) -> list[Change]:
         """What differs from tree `old` to tree `new`, file by file."""
@@ -247,7 +258,8 @@ class Shadow:
             if not head.startswith(b":"):
                 continue
             mode, _, sha, _, status = head[1:].decode().split(" ")
-            found.append(Change(status[0], os.fsdecode(path), mode, sha))
+            if not self.kept_out(os.fsdecode(path)):
+                found.append(Change(status[0], os.fsdecode(path), mode, sha))
         return found
 
     def ignored(self, paths: list[str]) -> set[str]:

@@ -185,5 +185,22 @@ class TempDir:
     description = "Create a new private temporary directory and return its path."
     parameters: dict[str, Any] = {"type": "object", "properties": {}}
 
+    def __init__(self) -> None:
+        self.made: list[str] = []  # removed at the end of the run (close)
+        self.policies: list[Any] = []
+
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        return ctx.sandbox.temp_dir()  # in a sandbox: a directory its commands may write too
+        path = ctx.sandbox.temp_dir()  # in a sandbox: a directory its commands may write too
+        self.made.append(path)
+        if all(p is not ctx.sandbox for p in self.policies):
+            self.policies.append(ctx.sandbox)
+        return path
+
+    def close(self) -> None:
+        """Remove the directories this run made (and the sandbox's scratch parent)."""
+        import shutil
+
+        scratch = [p.scratch for p in self.policies if getattr(p, "scratch", None)]
+        for path in [*self.made, *scratch]:
+            shutil.rmtree(path, ignore_errors=True)
+        self.made.clear()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import ToolError
 from agi.process import child_env
 from agi.tools.protocol import ToolContext, ToolText, require
+from agi.tools.strays import MARK, end_marked, new_token
 
 if TYPE_CHECKING:
     from agi.tools.sandbox import Policy
@@ -60,6 +61,7 @@ class Processes:
         self.running: set[subprocess.Popen[bytes]] = set()
         self.groups: set[int] = set()
         self.lock = threading.Lock()
+        self.token = new_token()  # AGI_JOB in each command's environment (agi.tools.strays)
 
     def started(self, proc: subprocess.Popen[bytes]) -> None:
         with self.lock:
@@ -98,6 +100,14 @@ class Processes:
                 os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if groups:  # what left its group and session (`setsid cmd &`) carries the mark
+            end_marked(self.token)
+
+
+def _marked(env: dict[str, str] | None, processes: Processes | None) -> dict[str, str]:
+    """The command's environment, with the mark that finds its strays at the end."""
+    env = env if env is not None else child_env()
+    return env if processes is None else {**env, MARK: processes.token}
 
 
 class Output:
@@ -223,7 +233,7 @@ def run_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,  # one pipe: the order a terminal would show
         cwd=cwd,
-        env=env if env is not None else child_env(),
+        env=_marked(env, processes),
         start_new_session=True,
     )
     if processes is not None:

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
 from agi.process import child_env
+from agi.tools import strays
 from agi.tools.keys import encode_keys
-from agi.tools.line_edit import MARK, LineEditor
+from agi.tools.line_edit import LineEditor, judged
 from agi.tools.protocol import ToolContext, require
 
 if TYPE_CHECKING:
@@ -375,6 +376,7 @@ class Terminal:
     }
 
     def __init__(self) -> None:
+        self.token = strays.new_token()  # AGI_JOB in each program's environment
         self.terminals: dict[str, Program] = {}  # the open ones, by id
         self.lock = threading.Lock()
         self.numbers = itertools.count(1)
@@ -385,16 +387,14 @@ class Terminal:
             programs = list(self.terminals.values())
             self.terminals.clear()
         end(programs)
+        if programs:
+            strays.end_marked(self.token)
 
     def canonical(self, input: dict[str, Any]) -> set[str]:
-        """For the permission rules: the lines a `send` completes, as the shell will receive
-        them (the keys typed since the last Enter, editing keys applied)."""
-        if input.get("action") != "send" or not isinstance(input.get("keys"), str):
-            return set()
+        """For the rules: the lines a `send` completes, as the shell receives them."""
         with self.lock:
             program = self.terminals.get(str(input.get("id")))
-        editor = program.line.copy() if program is not None else LineEditor()
-        return {MARK + "\n".join(editor.feed(input["keys"]))}
+        return judged(input, program.line if program is not None else None)
 
     def find(self, id: str) -> Program:
         with self.lock:
@@ -431,7 +431,7 @@ class Terminal:
         cols = number(input, "cols", DEFAULT_COLS, 10, 1000)
         if not os.path.isdir(ctx.cwd):
             raise ToolError(f"the working directory does not exist: {ctx.cwd}")
-        env = child_env(ctx.env)
+        env = child_env({**ctx.env, strays.MARK: self.token})
         env.pop("COLUMNS", None)
         env.pop("LINES", None)
         env["TERM"] = "xterm-256color"

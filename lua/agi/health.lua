@@ -6,7 +6,7 @@ M.check = function()
   vim.health.start('agi: Python host')
   local prog, how = H.host_prog()
   if prog == nil then
-    vim.health.error(how, { 'Set g:python3_host_prog to a Python 3 that has pynvim and agi (:help agi-install)' })
+    vim.health.error(how, { 'Set g:python3_host_prog to a Python 3 that has pynvim and agi; see :help agi-install' })
     return H.check_registration(nil)
   end
   local found = H.probe(prog)

@@ -9,7 +9,7 @@
 --- request. See |agi.txt|.
 
 local M, H = {}, {}
-local Request, Range = require('agi.request'), require('agi.range')
+local Request, Range, U = require('agi.request'), require('agi.range'), require('agi.util')
 
 --- Module config. Anything left out comes from agi's own configuration (AGI_MODEL,
 --- AGI_BASE_URL, config.toml), as for the command line.
@@ -45,6 +45,8 @@ M.config = {
 ---@param config table|nil
 M.setup = function(config)
   M.config = H.setup_config(config)
+  H.set_up = true
+  H.autocmds()
   require('agi.suggest').setup(M.config.suggest)
 end
 
@@ -53,10 +55,10 @@ end
 ---@param range table|nil `{first, last}`, 1-based and inclusive
 ---@return integer|nil The request id
 M.refactor = function(instruction, range)
-  if H.is_disabled() then return H.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
+  if H.is_disabled() then return U.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
   instruction = vim.trim(instruction or '')
   if instruction == '' then
-    return H.notify(':AgiRefactor needs an instruction, e.g. :AgiRefactor use a list comprehension', 'ERROR')
+    return U.notify(':AgiRefactor needs an instruction, e.g. :AgiRefactor use a list comprehension', 'ERROR')
   end
   local row = vim.api.nvim_win_get_cursor(0)[1]
   range = range or { row, row }
@@ -70,12 +72,12 @@ end
 ---@param range table|nil `{first, last}`, 1-based and inclusive
 ---@return integer|nil The request id
 M.implement = function(instruction, range)
-  if H.is_disabled() then return H.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
+  if H.is_disabled() then return U.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
   local buf = vim.api.nvim_get_current_buf()
   range = range or Range.implement(buf, vim.api.nvim_win_get_cursor(0)[1])
   local lines = vim.api.nvim_buf_get_lines(buf, math.min(range[1], range[2]) - 1, math.max(range[1], range[2]), false)
   if vim.trim(table.concat(lines, '')) == '' then
-    return H.notify(':AgiImplement needs a comment or a signature to implement, at the cursor or in the range', 'ERROR')
+    return U.notify(':AgiImplement needs a comment or a signature to implement, at the cursor or in the range', 'ERROR')
   end
   return Request.start('implement', buf, range[1], range[2], vim.trim(instruction or ''))
 end
@@ -87,31 +89,32 @@ end
 ---@param buf integer|nil
 ---@return integer|nil The request id
 M.refine = function(instruction, buf)
-  if H.is_disabled() then return H.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
-  buf = H.buf(buf)
+  if H.is_disabled() then return U.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
+  buf = U.buf(buf)
   instruction = vim.trim(instruction or '')
-  if instruction == '' then return H.notify(':AgiRefine needs an instruction, e.g. :AgiRefine shorter', 'ERROR') end
+  if instruction == '' then return U.notify(':AgiRefine needs an instruction, e.g. :AgiRefine shorter', 'ERROR') end
   local id, why = Request.refine(buf, instruction)
-  if id == nil then H.notify(why, 'WARN') end
+  if id == nil then U.notify(why, 'WARN') end
   return id
 end
 
 --- Show the model of later requests, or set it to {name} (`provider:model`) for this Neovim.
+--- Without {name} and before the Python host has said which model agi's configuration picks,
+--- the host is asked and the model is shown when it answers.
 ---@param name string|nil
----@return string|nil The model, nil when agi's configuration decides and is not known yet
+---@return string|nil The model, nil until the host has answered
 M.model = function(name)
   name = vim.trim(name or '')
-  H.ask_models()
   if name == '' then
-    local shown = M.config.model and (M.config.model .. ' (set in this Neovim)')
-      or H.configured and (H.configured .. " (agi's configuration)")
-      or "agi's configuration decides (AGI_MODEL or config.toml)"
-    H.notify('model: ' .. shown, 'INFO')
-    return M.config.model or H.configured
+    if M.config.model ~= nil or H.model_names ~= nil then return H.show_model() end
+    H.show_when_known = true
+    H.ask_models(true)
+    return nil
   end
-  if name:find('%s') then return H.notify('a model name has no spaces: ' .. vim.inspect(name), 'ERROR') end
+  H.ask_models()
+  if name:find('%s') then return U.notify('a model name has no spaces: ' .. vim.inspect(name), 'ERROR') end
   M.config.model = name
-  H.notify('model for the next requests: ' .. name, 'INFO')
+  U.notify('model for the next requests: ' .. name, 'INFO')
   return name
 end
 
@@ -120,8 +123,8 @@ end
 ---@param buf integer|nil
 ---@return integer The number of requests cancelled
 M.cancel = function(buf)
-  local count = Request.cancel(H.buf(buf))
-  if count == 0 then H.notify('no request is running in this buffer', 'INFO') end
+  local count = Request.cancel(U.buf(buf))
+  if count == 0 then U.notify('no request is running in this buffer', 'INFO') end
   return count
 end
 
@@ -130,18 +133,18 @@ end
 --- latest one).
 ---@param buf integer|nil
 ---@param all boolean|nil
-M.accept = function(buf, all) Request.decide(H.buf(buf), true, all) end
+M.accept = function(buf, all) Request.decide(U.buf(buf), true, all) end
 
 --- Drop the change of buffer {buf} at the cursor, as |agi.accept()| takes it.
 ---@param buf integer|nil
 ---@param all boolean|nil
-M.reject = function(buf, all) Request.decide(H.buf(buf), false, all) end
+M.reject = function(buf, all) Request.decide(U.buf(buf), false, all) end
 
 --- Open the log (the session trace) of the last request in a split; its winbar tells how the
 --- request ended and what it used.
 M.log = function()
   local entry = Request.latest_log()
-  if entry == nil then return H.notify('no request has been logged yet', 'WARN') end
+  if entry == nil then return U.notify('no request has been logged yet', 'WARN') end
   vim.cmd('split ' .. vim.fn.fnameescape(entry.path))
   vim.bo.readonly, vim.bo.bufhidden = true, 'wipe'
   local summary = entry.summary or 'agi: the request is running'
@@ -160,6 +163,7 @@ M._event = function(id, event) Request.event(id, event) end
 M._models = function(found)
   H.model_names = type(found.names) == 'table' and found.names or {}
   H.configured = type(found.configured) == 'string' and found.configured or nil
+  if H.show_when_known then H.show_model() end
 end
 
 -- :AgiModel's completion: the host's list (asked for again, for next time), filtered by {lead}.
@@ -180,7 +184,13 @@ M._complete_model = function(lead)
   return out
 end
 
--- Called from plugin/agi.lua at startup.
+-- Called from plugin/agi.lua at startup: the defaults apply when the user's config has not
+-- called `setup`, and agi's remote plugin is registered.
+M._startup = function()
+  if not H.set_up then M.setup() end
+  M._register()
+end
+
 M._register = function()
   if H.registered() then return end
   -- Without `:UpdateRemotePlugins` the manifest lacks agi: register it here, which works as
@@ -200,12 +210,16 @@ end
 
 M._registration = function() return H.registered(), H.registered_by end
 
--- A buffer that goes away takes its requests and reviews with it.
-H.group = vim.api.nvim_create_augroup('agi', {})
-vim.api.nvim_create_autocmd('BufUnload', {
-  group = H.group,
-  callback = function(ev) Request.unload(ev.buf) end,
-})
+-- Called from plugin/agi.lua after startup: `:help agi` works after a plain install (a clone, a
+-- plugin manager without a help-tags step) because doc/tags is made when missing or older than
+-- doc/agi.txt. A read-only install keeps what it has.
+M._helptags = function()
+  local doc = H.root .. '/doc'
+  local text, tags = vim.uv.fs_stat(doc .. '/agi.txt'), vim.uv.fs_stat(doc .. '/tags')
+  if text == nil or (tags ~= nil and tags.mtime.sec >= text.mtime.sec) then return end
+  if vim.fn.filewritable(doc) ~= 2 then return end
+  pcall(vim.cmd.helptags, vim.fn.fnameescape(doc))
+end
 
 H.highlights = function()
   local link = function(name, to) vim.api.nvim_set_hl(0, name, { link = to, default = true }) end
@@ -215,63 +229,56 @@ H.highlights = function()
   link('AgiDelete', 'DiffDelete') -- lines a proposal replaces
   link('AgiHint', 'Comment') -- how to take a change; the log's summary
 end
-H.highlights()
-vim.api.nvim_create_autocmd('ColorScheme', { group = H.group, callback = H.highlights })
+
+--- Created by `setup` (plugin/agi.lua calls it at startup when the user's config has not).
+H.autocmds = function()
+  H.highlights()
+  local group = vim.api.nvim_create_augroup('agi', { clear = true })
+  -- A buffer that goes away takes its requests and reviews with it.
+  vim.api.nvim_create_autocmd('BufUnload', { group = group, callback = function(ev) Request.unload(ev.buf) end })
+  vim.api.nvim_create_autocmd('ColorScheme', { group = group, callback = H.highlights })
+end
 
 -- Helper data ================================================================
 H.default_config = vim.deepcopy(M.config)
 H.models_asked = 0
+H.show_when_known = false -- :AgiModel waits for the host's answer to show the model
 H.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
 H.registered_by = 'the remote-plugin manifest'
 
 -- Helper functionality =======================================================
 -- Settings -------------------------------------------------------------------
-H.setup_config = function(config)
-  H.check('config', config, 'table', true)
-  config = vim.tbl_deep_extend('force', vim.deepcopy(H.default_config), config or {})
-  H.check('config.model', config.model, 'string', true)
-  H.check('config.base_url', config.base_url, 'string', true)
-  H.check('config.sys', config.sys, 'table', true)
-  H.check('config.context', config.context, 'number')
-  H.check('config.spinner', config.spinner, 'boolean')
-  H.check('config.warmup', config.warmup, 'boolean')
-  config.suggest = require('agi.suggest')._validate(config.suggest)
-  H.check('config.react', config.react, 'boolean')
-  if type(config.tools) ~= 'boolean' and type(config.tools) ~= 'table' then
-    H.error('`config.tools` should be a boolean or a list of tool names, not ' .. type(config.tools))
-  end
-  if config.apply ~= 'direct' and config.apply ~= 'preview' and config.apply ~= 'review' then
-    H.error('`config.apply` should be "direct", "preview" or "review", not ' .. vim.inspect(config.apply))
-  end
-  H.check('config.stream', config.stream, 'boolean')
-  H.check('config.mappings', config.mappings, 'table')
-  H.check('config.mappings.next_hunk', config.mappings.next_hunk, 'string')
-  H.check('config.mappings.prev_hunk', config.mappings.prev_hunk, 'string')
-  if config.context < 0 then H.error('`config.context` should be 0 or more, not ' .. config.context) end
-  return config
-end
-
-H.check = function(name, value, kind, optional)
-  if (value == nil and optional) or type(value) == kind then return end
-  H.error(string.format('`%s` should be %s, not %s', name, kind, type(value)))
-end
-
-H.error = function(msg) error('(agi) ' .. msg, 0) end
-
-H.notify = function(msg, level) vim.notify('(agi) ' .. msg, vim.log.levels[level]) end
+H.setup_config = function(config) return require('agi.options').main(config, H.default_config) end
 
 H.is_disabled = function() return vim.g.agi_disable == true or vim.b.agi_disable == true end
 
-H.buf = function(buf) return (buf == nil or buf == 0) and vim.api.nvim_get_current_buf() or buf end
-
 -- Models -------------------------------------------------------------------
--- :AgiModel's names come from the host, asked (at most once a second) when it is running.
-H.ask_models = function()
+-- :AgiModel's names come from the host, asked (at most once a second) when it is running;
+-- with {start}, the host is started to ask it.
+H.ask_models = function(start)
   if vim.uv.now() - H.models_asked < 1000 and H.model_names ~= nil then return end
   local ok, running = pcall(vim.fn['remote#host#IsRunning'], 'python3')
-  if not ok or running ~= 1 or not H.registered() then return end
+  if not ok or (running ~= 1 and not start) or not H.registered() then return end
   H.models_asked = vim.uv.now()
-  pcall(vim.fn.AgiHostModels)
+  local asked, err = pcall(vim.fn.AgiHostModels)
+  if not asked and H.show_when_known then
+    H.show_when_known = false
+    U.notify('cannot ask the Python host which model agi uses: ' .. tostring(err) .. ' (:checkhealth agi)', 'ERROR')
+  end
+end
+
+--- The model the next request uses, and where that comes from.
+H.show_model = function()
+  H.show_when_known = false
+  local model = M.config.model or H.configured
+  if M.config.model ~= nil then
+    U.notify('model: ' .. model .. ' (set in this Neovim)', 'INFO')
+  elseif model ~= nil then
+    U.notify('model: ' .. model .. " (agi's configuration)", 'INFO')
+  else
+    U.notify('no model configured: set AGI_MODEL or model in config.toml, or :AgiModel NAME (:checkhealth agi)', 'WARN')
+  end
+  return model
 end
 
 -- Remote plugin --------------------------------------------------------------

@@ -4,12 +4,7 @@
 
 local M, H = {}, {}
 local Preview, Review, Range = require('agi.preview'), require('agi.review'), require('agi.range')
-
-M.ns = vim.api.nvim_create_namespace('agi')
-M.requests = {} -- running, by id
-M.previews = {} -- finished and waiting for :AgiAccept / :AgiReject, by id
-M.last = {} -- the last request of each buffer, for :AgiRefine (its range stays tracked)
-M.logs = {} -- of each request, by id: its trace file, kind, and how it ended
+local Progress, U = require('agi.progress'), require('agi.util')
 
 --- Send a request for lines {first}-{last} (1-based) of {buf} to the Python host.
 ---@return integer The request id
@@ -25,7 +20,7 @@ M.event = function(id, event)
     if req ~= nil then req.session = event.session end
   end
   if req == nil then return end
-  if event.usage ~= nil and event.usage ~= vim.NIL then req.usage = H.usage(event.usage) end
+  if event.usage ~= nil and event.usage ~= vim.NIL then req.usage = Progress.usage(event.usage) end
   if event.type == 'progress' then
     req.phase, req.chars = event.phase, event.chars
     local _, last = H.rows(req)
@@ -93,24 +88,33 @@ M.unload = function(buf)
   H.last[buf] = nil
 end
 
---- The log entry of the latest request that has one: `{path, kind, summary}`.
+--- The log entry of the latest request that has one: `{path, summary}` (a copy).
 M.latest_log = function()
   local latest
   for id, entry in pairs(H.logs) do
     if entry.path ~= nil and (latest == nil or id > latest) then latest = id end
   end
-  return latest and H.logs[latest]
+  return latest and { path = H.logs[latest].path, summary = H.logs[latest].summary }
+end
+
+--- What is known of {buf}'s last request: `{session, running}` (a copy), or nil.
+M.last_of = function(buf)
+  local req = H.last[buf]
+  if req == nil then return nil end
+  return { session = req.session, running = H.requests[req.id] == req }
 end
 
 -- Helpers ----------------------------------------------------------------------
-H.requests, H.previews, H.last, H.logs, H.ns = M.requests, M.previews, M.last, M.logs, M.ns
-H.last_usage = nil -- of the request that stopped last, for g:agi_status
+H.ns = vim.api.nvim_create_namespace('agi')
+H.requests = {} -- running, by id
+H.previews = {} -- finished and waiting for :AgiAccept / :AgiReject, by id
+H.last = {} -- the last request of each buffer, for :AgiRefine (its range stays tracked)
+H.logs = {} -- of each request, by id: its trace file and how it ended
 H.next_id = 0
-H.frames = { '⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏' }
 
 H.config = function() return require('agi').config end
 
-H.notify = function(msg, level) vim.notify('(agi) ' .. msg, vim.log.levels[level]) end
+H.notify = U.notify
 
 H.start = function(kind, buf, first, last, instruction, extra)
   extra = extra or {}
@@ -300,7 +304,7 @@ H.stop = function(req)
     pcall(vim.api.nvim_buf_del_extmark, req.buf, H.ns, req.spinner)
   end
   Preview.clear_stream(req)
-  H.last_usage = req.usage or H.usage({})
+  Progress.stopped(req.usage or Progress.usage({}))
   H.spin()
 end
 
@@ -314,10 +318,10 @@ H.finish = function(req, status, message, level)
   elseif status ~= 'done' then
     H.forget(req)
   end
-  local usage = req.usage or H.usage({})
+  local usage = req.usage or Progress.usage({})
   local log = H.logs[req.id] or {}
   H.logs[req.id] = log
-  log.summary = string.format('agi %s: %s · %s', req.kind, status, H.describe_usage(usage))
+  log.summary = string.format('agi %s: %s · %s', req.kind, status, Progress.describe(usage))
   local data = {
     status = status,
     buf = req.buf,
@@ -356,76 +360,8 @@ H.at = function(req)
   return first ~= nil and first <= row and row <= last
 end
 
--- Usage ----------------------------------------------------------------------
---- `{input, output, cost}` from the host's usage (cost nil when unknown).
-H.usage = function(u)
-  local cost = u.cost
-  if cost == vim.NIL then cost = nil end
-  return { input = tonumber(u.input) or 0, output = tonumber(u.output) or 0, cost = cost }
-end
-
---- `1234 in, 56 out, $0.0123` (or `cost unknown`), as agi.providers.cost.describe() says it.
-H.describe_usage = function(u)
-  return string.format('%d in, %d out, %s', u.input, u.output, u.cost and H.money(u.cost) or 'cost unknown')
-end
-
---- `$0.0123`, `$0.01`, `$1.50`; small sums keep six decimals (`$0.000072`): agi.providers.cost.money().
-H.money = function(usd)
-  local text = string.format((usd >= 0.01 or usd == 0) and '%.4f' or '%.6f', usd)
-  local whole, fraction = text:match('^(%d+)%.(%d*)$')
-  if whole == nil then return '$' .. text end
-  fraction = fraction:gsub('0+$', '')
-  return '$' .. whole .. '.' .. fraction .. string.rep('0', 2 - #fraction)
-end
-
 -- Progress -------------------------------------------------------------------
-H.spin = function()
-  local running = next(H.requests) ~= nil
-  if running and H.timer == nil then
-    H.timer = vim.uv.new_timer()
-    H.timer:start(0, 100, vim.schedule_wrap(H.tick))
-  elseif not running and H.timer ~= nil then
-    H.timer:stop()
-    H.timer:close()
-    H.timer = nil
-    H.tick()
-  elseif not running then
-    H.tick()
-  end
-end
-
-H.tick = function()
-  local frame = H.frames[math.floor(vim.uv.hrtime() / 1e8) % #H.frames + 1]
-  local count, oldest = 0, nil
-  for _, req in pairs(H.requests) do
-    count = count + 1
-    oldest = math.min(oldest or req.started, req.started)
-    if H.config().spinner then H.show_spinner(req, frame) end
-  end
-  local status = H.last_usage and ('agi ' .. H.describe_usage(H.last_usage)) or ''
-  if count > 0 then
-    status = string.format('%s agi %.1fs', frame, (vim.uv.hrtime() - oldest) / 1e9)
-    if count > 1 then status = status .. string.format(' (%d requests)', count) end
-  end
-  if vim.g.agi_status ~= status then
-    vim.g.agi_status = status
-    pcall(vim.cmd.redrawstatus)
-  end
-end
-
-H.show_spinner = function(req, frame)
-  local first = H.rows(req)
-  if first == nil then return end
-  local text = string.format(' %s agi %s: %s %.1fs', frame, req.kind, req.phase, (vim.uv.hrtime() - req.started) / 1e9)
-  if req.chars > 0 then text = text .. string.format(' · %d chars', req.chars) end
-  req.spinner = vim.api.nvim_buf_set_extmark(req.buf, H.ns, first, 0, {
-    id = req.spinner,
-    virt_text = { { text, 'Comment' } },
-    virt_text_pos = 'eol',
-    hl_mode = 'combine',
-  })
-end
-
+H.spin = function() Progress.spin({ requests = H.requests, rows = H.rows, ns = H.ns }) end
 
 Review.host = {
   range = H.range,

@@ -48,12 +48,11 @@ end
 --- Rewind the files of {buf}'s last request (default: the current buffer); never blocks.
 M.rewind = function(buf)
   buf = (buf == nil or buf == 0) and vim.api.nvim_get_current_buf() or buf
-  local Request = require('agi.request')
-  local req = Request.last[buf]
+  local req = require('agi.request').last_of(buf)
   if req == nil or req.session == nil then
     return H.notify('nothing to rewind: this buffer has no request that reached the model', 'WARN')
   end
-  if Request.requests[req.id] == req then
+  if req.running then
     return H.notify('the last request is still running (:AgiCancel stops it)', 'WARN')
   end
   local cwd = vim.fn.getcwd()

@@ -8,6 +8,8 @@
 --- the request in flight is scheduled with |vim.schedule()|. See |agi-suggest|.
 
 local M, H = {}, {}
+local Around, Ghost, Keys = require('agi.around'), require('agi.ghost'), require('agi.keys')
+local Options, U = require('agi.options'), require('agi.util')
 
 --- The `suggest` table of `require('agi').setup()`.
 M.config = {
@@ -53,8 +55,8 @@ end
 ---@return integer|nil The request id
 M.trigger = function()
   local buf = vim.api.nvim_get_current_buf()
-  local ok, why = H.eligible(buf)
-  if not ok then return H.notify(why) end
+  local ok, why = Around.eligible(buf, M.config)
+  if not ok then return U.notify(why) end
   if not H.active then H.activate() end
   H.stop_timer()
   H.dismiss()
@@ -118,7 +120,7 @@ M._event = function(id, event)
   if event.type == 'done' then
     s.done = true
     if text == '' then return H.dismiss() end
-    H.remember(s.prefix, s.suffix, text)
+    Around.remember(s.prefix, s.suffix, text)
   end
   s.text = s.lead .. text
   if not H.agrees(s) or (s.done and #s.text <= #s.typed) then return H.dismiss() end
@@ -132,61 +134,20 @@ M._queued = function()
   return text
 end
 
-M._validate = function(config) return H.setup_config(config) end
+--- The defaults (for lua/agi/options.lua).
+M._defaults = function() return vim.deepcopy(H.default_config) end
 
 -- Helper data ================================================================
 H.default_config = vim.deepcopy(M.config)
-H.fim_choices = { 'auto', 'completions', 'infill', 'chat' }
-H.ns = vim.api.nvim_create_namespace('agi-suggest')
-H.max_context = 32 * 1024 -- bytes of prefix, and of suffix
-H.cache_size = 8
 H.state = nil -- the suggestion shown or streaming in
 H.pending = {} -- the request in flight, by buffer
-H.cache = {} -- recent suggestions: { prefix, suffix, text }, newest last
 H.next_id = 0
-H.mapped = {} -- the keys mapped: { mode, lhs, previous }
 H.active = false
 H.insert_keys = vim.api.nvim_replace_termcodes("<C-r><C-o>=v:lua.require'agi.suggest'._queued()<CR>", true, false, true)
 
 -- Helper functionality =======================================================
 -- Settings -------------------------------------------------------------------
-H.setup_config = function(config)
-  H.check('suggest', config, 'table', true)
-  config = vim.tbl_deep_extend('force', vim.deepcopy(H.default_config), config or {})
-  H.check('suggest.enabled', config.enabled, 'boolean')
-  H.check('suggest.model', config.model, 'string', true)
-  H.check('suggest.base_url', config.base_url, 'string', true)
-  for _, name in ipairs({ 'debounce_ms', 'context_lines', 'max_tokens', 'max_lines', 'max_filesize' }) do
-    H.check('suggest.' .. name, config[name], 'number')
-    local least = (name == 'debounce_ms' or name == 'context_lines') and 0 or 1
-    if config[name] < least then H.error(string.format('`suggest.%s` should be %d or more, not %s', name, least, config[name])) end
-  end
-  if not vim.tbl_contains(H.fim_choices, config.fim) then
-    H.error('`suggest.fim` should be "auto", "completions", "infill" or "chat", not ' .. vim.inspect(config.fim))
-  end
-  H.check('suggest.filetypes', config.filetypes, 'table')
-  for ft, on in pairs(config.filetypes) do
-    H.check('suggest.filetypes.' .. ft, on, 'boolean')
-  end
-  H.check('suggest.params', config.params, 'table')
-  if config.keys ~= false then
-    H.check('suggest.keys', config.keys, 'table')
-    for name, lhs in pairs(config.keys) do
-      if H.default_config.keys[name] == nil then H.error('`suggest.keys.' .. name .. '` is not a key agi maps') end
-      if lhs ~= false then H.check('suggest.keys.' .. name, lhs, 'string') end
-    end
-  end
-  return config
-end
-
-H.check = function(name, value, kind, optional)
-  if (value == nil and optional) or type(value) == kind then return end
-  H.error(string.format('`%s` should be %s, not %s', name, kind, type(value)))
-end
-
-H.error = function(msg) error('(agi) ' .. msg, 0) end
-
-H.notify = function(msg) vim.notify('(agi) ' .. msg, vim.log.levels.INFO) end
+H.setup_config = function(config) return Options.suggest(config, H.default_config) end
 
 H.highlight = function() vim.api.nvim_set_hl(0, 'AgiSuggestion', { link = 'Comment', default = true }) end
 
@@ -209,7 +170,7 @@ H.activate = function()
     H.cancel(ev.buf)
   end)
   au('ColorScheme', H.highlight)
-  H.map_keys()
+  Keys.map(M.config.keys, H.press)
 end
 
 H.deactivate = function()
@@ -217,7 +178,7 @@ H.deactivate = function()
   H.active = false
   H.stop_timer()
   pcall(vim.api.nvim_del_augroup_by_name, 'agi-suggest')
-  H.unmap_keys()
+  Keys.unmap()
   M.dismiss()
 end
 
@@ -239,7 +200,7 @@ H.on_change = function()
   if s ~= nil and s.buf == buf and H.consume(s, cursor[1] - 1, cursor[2]) then return end
   H.dismiss()
   H.cancel(buf)
-  if M.config.enabled and H.allowed(buf) then
+  if M.config.enabled and Around.allowed(buf, M.config) then
     H.timer:start(M.config.debounce_ms, 0, H.fire_soon)
   else
     H.stop_timer()
@@ -306,43 +267,17 @@ H.fire = function()
   local mode = vim.api.nvim_get_mode()
   if mode.mode ~= 'i' or mode.blocking or vim.fn.pumvisible() == 1 then return end
   local buf = vim.api.nvim_get_current_buf()
-  if not H.eligible(buf) then return end
+  if not Around.eligible(buf, M.config) then return end
   local cursor = vim.api.nvim_win_get_cursor(0)
   H.ask(buf, cursor[1] - 1, cursor[2], false)
 end
 
---- Cheap enough for every keystroke: the buffer's kind and filetype.
-H.allowed = function(buf)
-  if vim.g.agi_disable == true or vim.b[buf].agi_disable == true then return false, 'disabled in this buffer (b:agi_disable)' end
-  local buftype = vim.bo[buf].buftype
-  if buftype ~= '' and buftype ~= 'acwrite' then return false, 'no suggestions in a ' .. buftype .. ' buffer' end
-  if not vim.bo[buf].modifiable then return false, 'the buffer is not modifiable' end
-  local filetype = vim.bo[buf].filetype
-  local on = M.config.filetypes[filetype]
-  if on == nil then on = M.config.filetypes['*'] end
-  if on == false then return false, 'suggestions are off for filetype ' .. (filetype == '' and '(none)' or filetype) end
-  return true
-end
-
-H.eligible = function(buf)
-  local ok, why = H.allowed(buf)
-  if not ok then return false, why end
-  local size = vim.api.nvim_buf_get_offset(buf, vim.api.nvim_buf_line_count(buf))
-  if size > M.config.max_filesize then return false, 'the buffer is larger than suggest.max_filesize' end
-  return true
-end
-
 --- Send the text around (row, col) to the host; below: for a new line below row.
 H.ask = function(buf, row, col, below)
-  local n, count = M.config.context_lines, vim.api.nvim_buf_line_count(buf)
+  local count = vim.api.nvim_buf_line_count(buf)
   local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, true)[1]
   if below then col = #line end
-  local before = vim.api.nvim_buf_get_lines(buf, math.max(0, row - n), row, true)
-  local after = vim.api.nvim_buf_get_lines(buf, row + 1, math.min(count, row + 1 + n), true)
-  table.insert(before, line:sub(1, col))
-  if not below then table.insert(after, 1, line:sub(col + 1)) end
-  local prefix = table.concat(H.nearest(before, true), '\n') .. (below and '\n' or '')
-  local suffix = table.concat(H.nearest(after, false), '\n')
+  local prefix, suffix = Around.text(buf, row, col, below, M.config.context_lines)
   H.next_id = H.next_id + 1
   local s = {
     id = H.next_id,
@@ -362,7 +297,7 @@ H.ask = function(buf, row, col, below)
     suffix = suffix,
   }
   H.state = s
-  local hit = H.recall(prefix, suffix)
+  local hit = Around.recall(prefix, suffix)
   if hit ~= nil then
     s.text, s.done = s.lead .. hit, true
     H.render(s)
@@ -392,18 +327,6 @@ H.ask = function(buf, row, col, below)
   return s.id
 end
 
---- The lines nearest the cursor (the end of {lines} when {at_end}) within H.max_context bytes.
-H.nearest = function(lines, at_end)
-  local size = 0
-  for _, l in ipairs(lines) do
-    size = size + #l + 1
-  end
-  while size > H.max_context and #lines > 1 do
-    size = size - #table.remove(lines, at_end and 1 or #lines) - 1
-  end
-  return lines
-end
-
 H.host_failure = function(err)
   if err:find('E117') then return 'agi is not registered with the Python host: run :UpdateRemotePlugins (:checkhealth agi)' end
   return 'cannot reach the Python host: ' .. err
@@ -423,62 +346,16 @@ H.settle = function(id)
   end
 end
 
--- Cache ----------------------------------------------------------------------
-H.remember = function(prefix, suffix, text)
-  table.insert(H.cache, { prefix, suffix, text })
-  if #H.cache > H.cache_size then table.remove(H.cache, 1) end
-end
-
---- What is left of a recent suggestion when the text before the cursor has grown into it.
-H.recall = function(prefix, suffix)
-  for i = #H.cache, 1, -1 do
-    local p, s, text = unpack(H.cache[i])
-    if s == suffix and #prefix >= #p and prefix:sub(1, #p) == p then
-      local typed = prefix:sub(#p + 1)
-      if #typed < #text and text:sub(1, #typed) == typed then return text:sub(#typed + 1) end
-    end
-  end
-  return nil
-end
-
 -- Ghost text -----------------------------------------------------------------
 H.render = function(s)
-  if not vim.api.nvim_buf_is_valid(s.buf) then return H.dismiss() end
-  local rest = #s.typed < #s.text and s.text:sub(#s.typed + 1) or ''
-  if rest == '' then return H.unmark(s) end
-  local at = s.at or { s.row, s.col }
-  local lines = vim.split(rest, '\n', { plain = true })
-  local opts = { id = s.mark, hl_mode = 'combine', priority = 1000 }
-  if lines[1] ~= '' then
-    opts.virt_text, opts.virt_text_pos = { { H.expand(lines[1], s.buf), 'AgiSuggestion' } }, 'inline'
-  end
-  if #lines > 1 then
-    local virt = {}
-    for i = 2, #lines do
-      virt[#virt + 1] = { { H.expand(lines[i], s.buf), 'AgiSuggestion' } }
-    end
-    opts.virt_lines = virt
-  end
-  local ok, mark = pcall(vim.api.nvim_buf_set_extmark, s.buf, H.ns, at[1], at[2], opts)
-  if ok then
-    s.mark = mark
-  else
-    H.dismiss()
-  end
-end
-
-H.expand = function(text, buf) return (text:gsub('\t', string.rep(' ', vim.bo[buf].tabstop))) end
-
-H.unmark = function(s)
-  if s.mark ~= nil and vim.api.nvim_buf_is_valid(s.buf) then pcall(vim.api.nvim_buf_del_extmark, s.buf, H.ns, s.mark) end
-  s.mark = nil
+  if not Ghost.render(s) then H.dismiss() end
 end
 
 H.dismiss = function()
   local s = H.state
   if s == nil then return end
   H.state = nil
-  H.unmark(s)
+  Ghost.unmark(s)
   if not s.done then H.cancel(s.buf) end
 end
 
@@ -487,75 +364,17 @@ end
 H.acceptable = function(kind)
   local s = H.state
   if s == nil or s.mark == nil or s.buf ~= vim.api.nvim_get_current_buf() then return nil end
-  local rest = s.text:sub(#s.typed + 1)
-  if kind == 'word' then return s, rest:match('^%s*[%w_]+') or rest:match('^%s*[^%w_%s]+') or rest end
-  if kind == 'line' then return s, rest:match('^\n*[^\n]*') end
-  return s, rest
+  return s, Ghost.part(s, kind)
 end
 
-H.map_keys = function()
-  H.unmap_keys()
-  local keys = M.config.keys
-  if keys == false then return end
-  local actions = { accept = 'all', accept_word = 'word', accept_line = 'line', dismiss = 'dismiss' }
-  for name, action in pairs(actions) do
-    local lhs = keys[name]
-    if type(lhs) == 'string' and lhs ~= '' then
-      -- Normal mode: for :AgiSuggest's line below
-      local modes = (action == 'all' or action == 'dismiss') and { 'i', 'n' } or { 'i' }
-      for _, mode in ipairs(modes) do
-        H.map(mode, lhs, action)
-      end
-    end
-  end
-end
-
-H.map = function(mode, lhs, action)
-  local previous = vim.fn.maparg(lhs, mode, false, true)
-  if next(previous) == nil or previous.buffer == 1 then previous = nil end
-  vim.keymap.set(mode, lhs, function() H.press(mode, lhs, action) end, { desc = 'agi suggest: ' .. action })
-  table.insert(H.mapped, { mode, lhs, previous })
-end
-
-H.unmap_keys = function()
-  for i = #H.mapped, 1, -1 do
-    local mode, lhs, previous = unpack(H.mapped[i])
-    pcall(vim.keymap.del, mode, lhs)
-    if previous ~= nil then pcall(vim.fn.mapset, mode, false, previous) end
-  end
-  H.mapped = {}
-end
-
-H.press = function(mode, lhs, action)
+--- A suggestion key: whether it did something (else the key does what it did before).
+H.press = function(action)
   if action == 'dismiss' then
     local shown = M.visible() ~= nil
     M.dismiss()
-    if shown then return end
-  elseif M.accept(action) then
-    return
+    return shown
   end
-  H.fallback(mode, lhs)
-end
-
---- Nothing shown: the key does what it did before agi mapped it.
-H.fallback = function(mode, lhs)
-  local previous
-  for _, m in ipairs(H.mapped) do
-    if m[1] == mode and m[2] == lhs then previous = m[3] end
-  end
-  local termcodes = function(s) return vim.api.nvim_replace_termcodes(s, true, true, true) end
-  if previous == nil then return vim.api.nvim_feedkeys(termcodes(lhs), 'ni', false) end
-  local keys
-  if previous.callback ~= nil then
-    if previous.expr ~= 1 then return previous.callback() end
-    keys = previous.callback() or ''
-    if previous.replace_keycodes == 1 then keys = termcodes(keys) end
-  elseif previous.expr == 1 then
-    keys = vim.api.nvim_eval(previous.rhs)
-  else
-    keys = termcodes(previous.rhs)
-  end
-  vim.api.nvim_feedkeys(keys, previous.noremap == 1 and 'ni' or 'i', false)
+  return M.accept(action)
 end
 
 -- Status ---------------------------------------------------------------------
