@@ -90,6 +90,7 @@ class Run:
         started: float,
         interactive: bool = False,
         view: Any = None,
+        meter: Any = None,
     ):
         self.settings, self.started, self.interactive = settings, started, interactive
         self.view = view if view is not None else make_view(settings, interactive)
@@ -99,7 +100,9 @@ class Run:
             self.view.sandbox(settings.sandbox.label())
         from agi.providers.cost import Meter
 
-        self.meter = Meter(settings.prices, settings.max_cost)  # subagents and ghosts included
+        # every model call of the run, subagents and ghosts included (a batch passes a meter
+        # that also keeps the whole batch's budget)
+        self.meter = meter if meter is not None else Meter(settings.prices, settings.max_cost)
         self.require_prices(settings)  # exit 2 before a session
         from agi.providers.endpoint import require_key
 
@@ -214,7 +217,7 @@ class Run:
         session = self.session
         agent = self.assemble(settings or self.settings)
         assert session is not None
-        for warning in session.warnings:
+        for warning in dict.fromkeys(session.warnings):  # each once, however often it was read
             self.view.warn(warning)
         session.warnings.clear()
         session.trace(self.run_record(agent, settings or self.settings))

@@ -1,12 +1,13 @@
 """Case: `agi --acp`, agi driven by an editor over the Agent Client Protocol (issue 26).
 
 - Start-up: `initialize` answered, from the moment the process is started (target <= 150 ms);
-  the idle process's RSS after `initialize` (target <= 40 MiB), and after a session and a prompt.
+  the idle process's RSS once it serves (after `initialize` and `session/list`; target <= 40
+  MiB), and after a session and a prompt.
 - Streaming: from the model server's first streamed content byte to the first
   `agent_message_chunk` line on agi's stdout (target <= 5 ms, median).
-- Per tool step: `bench steps=N` prompts in a running `agi --acp` (a new session each) against
-  the same prompts as one-shot `agi PROMPT` processes; (time at N - time at 0) / N for each
-  (target ACP / one-shot <= 1.2x).
+- Per tool step: the time between two model requests of one conversation (a `calculate` call
+  between them), in prompts sent to a running `agi --acp` (a new session each) and in one-shot
+  `agi PROMPT` processes, against the same model (target ACP / one-shot <= 1.2x, medians).
 
 The client speaks raw JSON-RPC lines over the pipes (nothing of a client library is timed).
 Ratios are recorded, never asserted. Standalone: `python bench/acp_case.py [--runs N]`; in the
@@ -32,7 +33,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from cases import ANSWER  # noqa: E402
-from measure import alternate, header, ratio, summary  # noqa: E402
+from measure import header, ratio  # noqa: E402
 
 STEPS = 20
 
@@ -120,6 +121,7 @@ def startup(agi: Path, env: dict[str, str], work: Path, runs: int) -> dict[str, 
     for i in range(runs + 1):
         client = Client(agi, env, work)
         took = client.initialize()
+        client.call("session/list", {})  # the library is loaded and serving: idle from here
         time.sleep(0.3)
         rss = rss_mib(client.process.pid)
         if i:  # the first run is a warm-up (the page cache)
@@ -134,30 +136,81 @@ def startup(agi: Path, env: dict[str, str], work: Path, runs: int) -> dict[str, 
     return out
 
 
-def acp_steps(agi: Path, env: dict[str, str], work: Path, runs: int) -> dict[str, list[float]]:
-    """Seconds per prompt at 0 and STEPS tool steps, each prompt in a new session."""
-    client = Client(agi, {**env}, work)
+STEPPER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from fakeserver import FakeModel, call, text
+log = open(sys.argv[2], "a", buffering=1)
+def step(body):
+    done = sum(1 for m in body["messages"] if m["role"] == "tool")
+    log.write(f"{done} {time.monotonic()}\\n")
+    return call("calculate", expression="1+2") if done < int(sys.argv[3]) else text(sys.argv[4])
+with FakeModel(step) as server:
+    print(server.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+class Stepper:
+    """A model, in a process of its own (so that reading agi's output here takes nothing from
+    it), that asks for `calculate` STEPS times, then answers. It records when each request
+    arrives: a tool step is the time between two requests of one conversation, the same
+    measure for a one-shot process and for a prompt inside `agi --acp`."""
+
+    def __init__(self, work: Path) -> None:
+        self.log = work / "stepper.log"
+        self.log.write_text("")
+        tests = str(HERE.parent / "tests")
+        argv = [sys.executable, "-c", STEPPER, tests, str(self.log), str(STEPS), ANSWER]
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        self.read = 0
+
+    def intervals(self) -> list[float]:
+        """Seconds from each request to the next one of the same conversation, since the
+        last call."""
+        lines = self.log.read_text().splitlines()[self.read :]
+        self.read += len(lines)
+        arrivals = [(int(n), float(t)) for n, t in (line.split() for line in lines)]
+        return [u - t for (n, t), (m, u) in zip(arrivals, arrivals[1:], strict=False) if m == n + 1]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+def step_times(agi: Path, env: dict[str, str], work: Path, runs: int) -> dict[str, list[float]]:
+    """Tool-step intervals of one-shot runs and of prompts in a running `agi --acp`."""
+    stepper = Stepper(work)
+    out: dict[str, list[float]] = {"oneshot": [], "acp": []}
+    prompt = f"bench steps={STEPS}: use the calculate tool, then answer"
+    env = {**env, "AGI_BASE_URL": stepper.url}
+    client = Client(agi, env, work)
     client.initialize()
-    times: dict[str, list[float]] = {"0": [], str(STEPS): []}
-    for i in range(runs + 1):
-        for steps in (0, STEPS):
+    try:
+        for i in range(runs + 1):
+            argv = [str(agi), "--max-steps", str(STEPS + 1), prompt]
+            done = subprocess.run(argv, env=env, cwd=str(work), capture_output=True, text=True)
+            if ANSWER not in done.stdout:
+                raise RuntimeError(f"one-shot run failed: {done.stderr}")
+            oneshot = stepper.intervals()
             _, new, _ = client.call("session/new", {"cwd": str(work), "mcpServers": []})
-            text = f"bench steps={steps}: use the calculate tool, then answer"
-            params = {"sessionId": new["sessionId"], "prompt": [{"type": "text", "text": text}]}
-            began = time.monotonic()
-            at, result, seen = client.call("session/prompt", params)
-            chunks = "".join(
-                m["params"]["update"]["content"]["text"]
-                for _, m in seen
-                if m.get("method") == "session/update"
-                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-            )
-            if result.get("stopReason") != "end_turn" or ANSWER not in chunks:
-                raise RuntimeError(f"bad ACP answer: {result} {chunks!r}")
-            if i:
-                times[str(steps)].append(at - began)
-    client.close()
-    return times
+            params = {"sessionId": new["sessionId"], "prompt": [{"type": "text", "text": prompt}]}
+            _, result, _ = client.call("session/prompt", params)
+            if result.get("stopReason") != "end_turn":
+                raise RuntimeError(f"bad ACP answer: {result}")
+            acp = stepper.intervals()
+            if i:  # the first of each is a warm-up
+                out["oneshot"] += oneshot
+                out["acp"] += acp
+    finally:
+        client.close()
+        stepper.close()
+    return out
 
 
 class FirstByte:
@@ -230,7 +283,7 @@ def first_chunk(agi: Path, env: dict[str, str], work: Path, runs: int) -> list[f
 
 
 def run_case(b: Any) -> None:
-    header("12. ACP: `agi --acp` driven by an editor's protocol")
+    header("13. ACP: `agi --acp` driven by an editor's protocol")
     p = b.programs
     probe = subprocess.run([p.python, "-c", "import acp"], capture_output=True)
     if probe.returncode != 0:
@@ -248,24 +301,14 @@ def run_case(b: Any) -> None:
     b.report.target("idle agi --acp RSS", round(idle, 1), 40, " MiB", also)
     added = [s * 1000 for s in first_chunk(p.agi, p.agi_env, p.work, runs)]
     b.report.target("first byte -> first chunk", round(statistics.median(added), 2), 5, " ms")
-    oneshot = one_shot_steps(b)
-    acp = acp_steps(p.agi, p.agi_env, p.work, runs)
-    per_acp = (statistics.median(acp[str(STEPS)]) - statistics.median(acp["0"])) / STEPS * 1000
-    per_one = (oneshot[STEPS] - oneshot[0]) / STEPS
-    b.report.row("acp", f"per tool step, ACP ({STEPS} steps)", {"wall_ms": round(per_acp, 2)})
-    b.report.row("acp", f"per tool step, one-shot ({STEPS} steps)", {"wall_ms": round(per_one, 2)})
+    steps = step_times(p.agi, p.agi_env, p.work, runs)
+    per_acp = statistics.median(steps["acp"]) * 1000
+    per_one = statistics.median(steps["oneshot"]) * 1000
+    n = len(steps["acp"])
+    b.report.row("acp", "per tool step, in agi --acp", {"wall_ms": round(per_acp, 2), "n": n})
+    b.report.row("acp", "per tool step, one-shot agi", {"wall_ms": round(per_one, 2), "n": n})
     b.report.target("per tool step, ACP / one-shot", ratio(per_acp, per_one), 1.2, "x")
-    b.report.raw["acp"] = {"startup": started, "first_chunk_ms": added, "acp_steps_s": acp}
-
-
-def one_shot_steps(b: Any) -> dict[int, float]:
-    """Median wall ms of one-shot `agi PROMPT` at 0 and STEPS tool steps."""
-    out = {}
-    for steps in (0, STEPS):
-        variants = {k: v for k, v in b.variants(steps, peer=False).items() if k.startswith("agi")}
-        name = next(iter(variants))
-        out[steps] = summary(alternate(variants, b.runs, b.failures)[name])["wall_ms"]
-    return out
+    b.report.raw["acp"] = {"startup": started, "first_chunk_ms": added, "steps_s": steps}
 
 
 def main(argv: list[str] | None = None) -> int:

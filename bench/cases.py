@@ -43,6 +43,7 @@ CASES = (
     "compaction",
     "batch",
     "mcp_serve",
+    "acp",
 )
 # llm's side of the trivial tool; agi's is its built-in `calculate`
 LLM_FUNCTION = (
@@ -406,5 +407,12 @@ def case_batch(b: Bench) -> None:
 def case_mcp_serve(b: Bench) -> None:
     """`agi --mcp-serve` against `agi PROMPT`: bench/mcp_serve_case.py."""
     from mcp_serve_case import run_case
+
+    run_case(b)
+
+
+def case_acp(b: Bench) -> None:
+    """`agi --acp` driven by an editor's protocol: bench/acp_case.py."""
+    from acp_case import run_case
 
     run_case(b)

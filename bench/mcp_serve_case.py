@@ -152,7 +152,13 @@ def report_concurrency(b: Any, instant: dict[str, Any], delayed: dict[str, Any])
 
 
 def report_memory(b: Any, got: dict[str, Any]) -> None:
-    b.report.target("idle server RSS", round(got["idle_rss_mib"], 1), 40, " MiB")
+    from measure import measure
+
+    sdk = [b.programs.python, "-c", "import mcp.server.lowlevel, mcp.server.stdio"]
+    floor = measure(sdk, b.programs.agi_env).rss  # what importing the SDK's server alone costs
+    got["sdk_import_rss_mib"] = floor
+    also = f"importing the mcp SDK's server alone: {floor:.1f} MiB"
+    b.report.target("idle server RSS", round(got["idle_rss_mib"], 1), 40, " MiB", also)
     base, end = got["rss_after_10_mib"], got["rss_after_n_mib"]
     growth = round((end - base) / base * 100, 1)
     also = f"{base:.1f} MiB after 10 calls, {end:.1f} MiB after {got['calls']}"

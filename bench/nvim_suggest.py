@@ -19,6 +19,8 @@ up) against the scripted server (tests/fakeserver.py) on 127.0.0.1, which answer
    most of it is the two RPC calls per key, the same off and on), the Python host's (utime +
    stime of /proc/PID/stat), and each key's round trip (nvim_input then nvim_eval, which Neovim
    answers once the key is processed).
+   - typing against a slow server (each answer takes 2 s a frame): the keys never wait for it
+     (the test suite proves that with a hang guard; the round trips are measured here).
 2. Latency from the server's first byte to the ghost text: the server stamps CLOCK_MONOTONIC
    just before it writes the first body frame; Lua stamps `vim.uv.hrtime()` (the same clock)
    when `_event` has placed the extmark (the screen is redrawn in that same event-loop turn).
@@ -254,6 +256,12 @@ def main() -> None:
             for on in (False, True):
                 rows.append(keystrokes(nvim, init, server, on, pattern, args.keys))
                 print(json.dumps(rows[-1]), flush=True)
+        with FakeModel(completion("late", delay=2.0, pieces=1)) as slow:
+            os.environ["AGI_BASE_URL"] = slow.url
+            rows.append(keystrokes(nvim, init, slow, True, "typing", args.keys))
+            rows[-1]["pattern"] = "typing, slow server"
+            print(json.dumps(rows[-1]), flush=True)
+            os.environ["AGI_BASE_URL"] = server.url
         latency = first_byte_to_ghost(nvim, init, server, step, args.trials)
         print(json.dumps({"first_byte_to_ghost": latency}), flush=True)
     result = {

@@ -224,8 +224,10 @@ class Agent:
         return await self.conn.prompt(session_id=session, prompt=[acp.text_block(text)])
 
     def assert_valid(self) -> None:
+        """Every message agi sent matched the schema, and nothing crashed on stderr."""
         assert not self.schema.errors, "\n".join(self.schema.errors[:10])
         assert self.schema.checked > 0
+        assert b"Traceback" not in self.stderr, self.stderr.decode(errors="replace")
 
 
 async def wait_for(check: Callable[[], Any], timeout: float = 30) -> Any:

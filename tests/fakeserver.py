@@ -367,6 +367,11 @@ def ollama_chat(
     return {"kind": "sse", "frames": frames, "delay": 0.0, "content_type": "application/x-ndjson"}
 
 
+class Server(ThreadingHTTPServer):
+    # 50 clients connecting at once on a busy machine overflow the default backlog of 5
+    request_queue_size = 128
+
+
 class FakeModel:
     """The server. Use as a context manager; `url` is the base URL ending in /v1."""
 
@@ -379,7 +384,7 @@ class FakeModel:
         self.routed: list[tuple[str, str, Any]] = []  # (method, path, body) of each routed request
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 

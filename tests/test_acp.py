@@ -22,6 +22,8 @@ def fake_env(env: dict[str, str], server: FakeModel) -> dict[str, str]:
 
 
 def test_initialize_new_session_and_a_streamed_answer(env, tmp_path):
+    Path(env["AGI_CONFIG"]).write_text('[prices."openai:fake-model"]\ninput = 1.0\noutput = 2.0\n')
+
     async def go(server: FakeModel) -> None:
         client = Recorder()
         async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
@@ -42,8 +44,10 @@ def test_initialize_new_session_and_a_streamed_answer(env, tmp_path):
             assert client.of(sid, "available_commands_update")
             usage = client.of(sid, "usage_update")
             assert usage and usage[-1]["used"] == 15
+            assert usage[-1]["cost"] == {"amount": 0.00002, "currency": "USD"}
             code = await agent.close()
             assert code == 0
+            assert agent.stderr == b""  # stdout carries the protocol; stderr is silent
             agent.assert_valid()
             messages = (Path(sid) / "messages.jsonl").read_text().splitlines()
             assert json.loads(messages[0])["content"] == "say hello"
@@ -266,3 +270,34 @@ def test_prompt_resources_become_context_blocks(env, tmp_path):
 
     with FakeModel(text("ok")) as server:
         run(go(server))
+
+
+def test_compact_is_a_slash_command(env, tmp_path):
+    async def go(server: FakeModel) -> None:
+        client = Recorder()
+        async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start()
+            await agent.prompt(sid, "remember the number 7")
+            assert (await agent.prompt(sid, "/compact keep the number")).stop_reason == "end_turn"
+            assert "THE SUMMARY" in client.text(sid)
+            await agent.prompt(sid, "which number?")
+            await agent.close()
+            agent.assert_valid()
+        last = server.requests[-1]["messages"]
+        assert any("THE SUMMARY" in str(m.get("content")) for m in last)
+        assert "remember the number 7" not in json.dumps(last)
+
+    with FakeModel(text("noted"), text("THE SUMMARY: the number is 7"), text("7")) as server:
+        run(go(server))
+
+
+def test_bad_settings_fail_before_serving_and_end_of_input_exits_0(agi, env, tmp_path):
+    r = agi("--acp", input="")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("agi: ") and len(r.stderr.splitlines()) == 1
+    with FakeModel(text("unused")) as server:
+        r = agi("--acp", server=server, input="")
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
+    with FakeModel(text("unused")) as server:
+        r = agi("--acp", "--sys", str(tmp_path / "missing.md"), server=server, input="")
+    assert r.returncode == 2 and "missing.md" in r.stderr

@@ -132,8 +132,13 @@ def test_several_sessions_run_their_prompts_at_once(env, tmp_path):
         if asked["role"] == "tool":
             return text("done")
         name = asked["content"]
+        other = tmp_path / ("b" if name == "a" else "a")
+        # each command waits (up to 20 s) until the other has started: they overlap only if
+        # the two turns really run at once
         command = (
-            f"date +%s.%N > {tmp_path / name}.start; sleep 1; date +%s.%N > {tmp_path / name}.end"
+            f"date +%s.%N > {tmp_path / name}.start; "
+            f"for i in $(seq 200); do [ -e {other}.start ] && break; sleep 0.1; done; "
+            f"date +%s.%N > {tmp_path / name}.end"
         )
         return call("Bash", command=command)
 

@@ -245,3 +245,55 @@ def test_mcp_servers_from_session_new_join_the_tools(env, tmp_path):
 
     with FakeModel(call("mcp__tiny__add", a=2, b=3), text("5")) as server:
         run(go(server))
+
+
+def test_a_dismissed_question_is_a_no_and_the_turn_goes_on(env, tmp_path):
+    async def go(server: FakeModel) -> None:
+        client = Recorder(answer="cancelled")
+        async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start()
+            assert (await agent.prompt(sid, "touch it")).stop_reason == "end_turn"
+            await agent.close()
+            agent.assert_valid()
+        assert not (tmp_path / "made").exists()
+        assert "the user said no" in tool_results(server.requests[-1])[0]
+        assert client.of(sid, "tool_call_update")[-1]["status"] == "failed"
+        assert client.text(sid) == "understood"
+
+    with FakeModel(
+        call("Bash", command=f"touch {tmp_path / 'made'}"), text("understood")
+    ) as server:
+        run(go(server))
+
+
+def test_a_subagents_calls_ask_too_and_are_closed_with_the_turn(env, tmp_path):
+    """A Task's subagent asks through the editor like the main agent; its calls, announced
+    when they ask, end with the turn."""
+
+    def step(body: dict) -> dict:
+        last = body["messages"][-1]
+        if last["role"] == "user" and "Do the sub task" in str(last["content"]):
+            return call("Bash", command="echo from-sub")  # the subagent's first step
+        if last["role"] == "tool":
+            return text("sub done" if "from-sub" in str(last["content"]) else "main done")
+        return call("Task", description="sub", prompt="Do the sub task")
+
+    async def go(server: FakeModel) -> None:
+        client = Recorder(answer="allow_once")
+        async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start()
+            assert (await agent.prompt(sid, "delegate")).stop_reason == "end_turn"
+            await agent.close()
+            agent.assert_valid()
+        assert [r["toolCall"]["title"] for r in client.asked] == ["Bash: echo from-sub"]
+        started = {u["toolCallId"] for u in client.of(sid, "tool_call")}
+        closed = {
+            u["toolCallId"]
+            for u in client.of(sid, "tool_call_update")
+            if u.get("status") in ("completed", "failed")
+        }
+        assert started == closed and len(started) == 2
+        assert client.text(sid) == "main done"
+
+    with FakeModel(step) as server:
+        run(go(server))

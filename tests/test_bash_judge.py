@@ -9,6 +9,8 @@ first deny rule (here the rm rule) and allowed by none.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fakeserver import FakeModel, calls, text
@@ -226,6 +228,38 @@ FORMS = [
     (RM, "bash <<< 'rm v'"),
     (RM, "bash <(echo rm v)"),
     (RM, "cat v | sh -"),
+    (RM, "read PATH < v; ls"),  # names that change what runs, set another way
+    (RM, "for PATH in /tmp; do ls; done"),
+    (RM, "echo ${PATH:=/tmp/x}; ls"),
+    (RM, "test -v 'a[$(rm v)]'"),
+    (RM, "[ -v 'a[$(rm v)]' ]"),
+    (RM, "source /dev/stdin <<< 'rm v'"),  # commands from a pipe or a descriptor
+    (RM, ". <(echo rm v)"),
+    (RM, "bash /dev/fd/3 3<<<'rm v'"),
+    (RM, "bash <<EOF\nrm v\nEOF"),
+    (RM, "strace -f rm v"),  # more wrappers
+    (RM, "su -c 'rm v'"),
+    (RM, "script -q -c 'rm v' /dev/null"),
+    (RM, "flock /tmp/l rm v"),
+    (RM, "flock -n /tmp/l -c 'rm v'"),
+    (RM, "chroot / rm v"),
+    (RM, "/usr/bin/time -f %e rm v"),
+    (RM, "unshare -r rm v"),
+    (RM, "firejail --net=none rm v"),
+    (RM, "echo rm v | su"),
+    (RM, "setpriv --reuid=1 rm v"),
+    (RM, "taskset 1 rm v"),
+    (RM, "bash -c 'r\\\nm v'"),  # a continuation inside the evaluated line
+    (RM, "echo $'\\\\'$;$''rm&& echo \\$x\nx'"),  # tree-sitter ends this $'…' too late
+    (RM, "bash -c \"$'\\x72m' v\""),  # a lone $ in double quotes is kept
+    (RM, "coproc x=1 `echo rm` v"),  # keywords take assignments first
+    (RM, "time a[i]=1 echo"),
+    (RUN, "echo $'\\x'"),
+    (RUN, 'echo "$"'),
+    (RUN, "[ -f v ] && echo ok"),
+    (NO, "test -f v"),
+    (NO, "read -r line < v"),
+    (NO, "source ./x.sh"),
     (NO, "echo $(touch x)"),
     (NO, "time touch x"),
     (NO, "nohup touch x"),
@@ -280,3 +314,154 @@ def test_form(judged, expected, form):
         assert result == NO_RULE
     else:
         assert not result.startswith("Error: denied"), result
+
+
+# --- the class stays closed: rm wrapped, quoted and nested at random is always denied ----------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agi.claude.permissions import Permissions, decide, parse_rules  # noqa: E402
+
+RULES = Permissions(
+    parse_rules(["Bash(rm:*)"], "deny", "command line", "/")
+    + parse_rules([f"Bash({r})" for r in ALLOW], "allow", "command line", "/"),
+    "dontAsk",
+)
+SPELLINGS = [
+    "rm", "$'rm'", "$'\\x72m'", '$"rm"', "'rm'", '"rm"', "r''m", 'r""m', "\\rm", "/bin/rm",
+    "/usr/bin/rm", '"/bin/rm"', "r\\\nm", "${BASH:0:0}rm", "$(:)rm", "rm${IFS}", "$X", "${x:-rm}",
+]  # fmt: skip
+WRAPPERS = [
+    "{}", "time {}", "time -p {}", "nohup {}", "nice {}", "nice -n 5 {}", "timeout 5 {}",
+    "env {}", "env A=1 {}", "env -i {}", "command {}", "builtin {}", "exec {}", "setsid {}",
+    "stdbuf -oL {}", "sudo {}", "busybox {}", "coproc {}", "echo v | xargs {}",
+    "find . -exec {} \\;", "! {}", "({})", "{{ {}; }}", "echo x && {}", "echo x; {}",
+    "echo $({})", "echo `{}`", "echo <({})", "if true; then {}; fi", "f() {{ {}; }}; f",
+    "while false; do {}; done", "{} &", "echo x | {}", "a=$({})", "strace -f {}",
+    "chroot / {}", "flock /tmp/l {}", "unshare -r {}", "/usr/bin/time -f %e {}", "taskset 1 {}",
+]  # fmt: skip
+SHELLS = [
+    "bash -c {}", "sh -c {}", "eval {}", "trap {} EXIT", "watch {}", "bash -xc {}", "su -c {}",
+    "script -qc {} /dev/null", "flock /tmp/l -c {}",
+]  # fmt: skip
+
+
+def quoted(line: str) -> str:
+    import shlex
+
+    return shlex.quote(line)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(SPELLINGS),
+    st.lists(st.sampled_from(WRAPPERS) | st.sampled_from(SHELLS), min_size=1, max_size=4),
+)
+def test_rm_under_any_wrapping_is_denied_and_never_allowed(spelling, layers):
+    line = f"{spelling} v"
+    for layer in layers:
+        line = layer.format(quoted(line) if layer in SHELLS else line)
+    decision = decide(RULES, "Bash", {"command": line}, "/tmp")
+    assert decision.verdict == "deny", line
+    assert decision.rule is not None and decision.rule.text == "Bash(rm:*)", line
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(st.sampled_from(list("echo rm$'\"`\\(){};&|<>!#=[]*?~ \n\t:-x${IFS}@P")), max_size=30)
+)
+def test_no_line_is_allowed_unless_every_command_it_runs_is_allowed(line):
+    """Random shell-ish text: whatever the judge allows, each part it found is an allowed
+    command, and no line that mentions rm as a command word is allowed."""
+    from agi.claude.bash_parse import split
+
+    decision = decide(RULES, "Bash", {"command": line}, "/tmp")
+    if decision.verdict != "allow":
+        return
+    parts = split(line)
+    assert parts is not None, line
+    assert all(
+        p.transparent
+        or p.words
+        and p.words[0] in ("echo", "ls", "printf", "cat", "true", "grep", "wc")
+        for p in parts
+    ), line
+
+
+# --- differential: what the judge lets through, real bash runs without running rm --------------
+
+FRAGMENTS = [
+    "rm", "x", " ", ";", "'", '"', "\\", "\\'", '\\"', "\\;", "\\ ", "\\\n", "\n", "$'", "'\\''",
+    "$'\\''", "$'\\\\'", '$"', "`", "$(", ")", "#", "&", "|", "{", "}", "$", "${", "\\`", "\\$",
+    "$((1))", "<<", "EOF", "\t", "=", "!", "(", "a=1 ",
+]  # fmt: skip
+
+
+def stub_bin(tmp: Path) -> Path:
+    """A PATH where rm, cat, ls, grep and wc only log that they ran, and the wrappers are real."""
+    import shutil
+
+    stubs = tmp / "bin"
+    stubs.mkdir()
+    for name in ("rm", "cat", "ls", "grep", "wc", "touch"):
+        (stubs / name).write_text(f'#!/bin/sh\necho "{name} $*" >> "{tmp}/log"\n')
+        (stubs / name).chmod(0o755)
+    for name in ("env", "timeout", "nohup", "nice", "xargs", "find", "sh", "bash", "setsid"):
+        real = shutil.which(name)
+        if real:
+            (stubs / name).symlink_to(real)
+    return stubs
+
+
+def runs_rm(line: str, tmp: Path, stubs: Path) -> bool:
+    import subprocess
+
+    log = tmp / "log"
+    log.unlink(missing_ok=True)
+    try:
+        subprocess.run(
+            ["/bin/bash", "-c", line], env={"PATH": str(stubs)}, cwd=tmp, timeout=5,
+            stdin=subprocess.DEVNULL, capture_output=True,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pass
+    return log.exists() and any(row.startswith("rm") for row in log.read_text().splitlines())
+
+
+@pytest.fixture(scope="module")
+def sandbox_bin(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bashdiff")
+    (tmp / "v").write_text("v\n")
+    return tmp, stub_bin(tmp)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6), min_size=1, max_size=4),
+    st.sampled_from([";", "\n", "&&", "|", ""]),
+)
+def test_a_line_the_judge_lets_through_runs_no_rm(sandbox_bin, words, joiner):
+    tmp, stubs = sandbox_bin
+    line = "echo " + " ".join("".join(w) for w in words)
+    line += f"{joiner} echo x" if joiner else ""
+    decision = decide(RULES, "Bash", {"command": line}, str(tmp))
+    if decision.verdict == "deny":
+        return
+    assert not runs_rm(line, tmp, stubs), line
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(SPELLINGS),
+    st.lists(st.sampled_from(WRAPPERS[:20]) | st.sampled_from(SHELLS[:4]), min_size=1, max_size=3),
+)
+def test_a_wrapped_rm_the_judge_does_not_deny_never_runs(sandbox_bin, spelling, layers):
+    tmp, stubs = sandbox_bin
+    line = f"{spelling} v"
+    for layer in layers:
+        line = layer.format(quoted(line) if layer in SHELLS else line)
+    decision = decide(RULES, "Bash", {"command": line}, str(tmp))
+    if decision.verdict == "deny" and decision.rule and decision.rule.text == "Bash(rm:*)":
+        return
+    assert not runs_rm(line, tmp, stubs), line

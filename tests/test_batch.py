@@ -167,7 +167,7 @@ def test_bad_input_names_its_line(agi, tmp_path: Path, content: Any, line: int, 
     "args, message",
     [
         (["--jobs", "2"], "--jobs needs --batch FILE"),
-        (["--batch", "f", "hello"], "--batch takes no a PROMPT"),
+        (["--batch", "f", "hello"], "--batch takes no PROMPT words"),
         (["--batch", "f", "--shard", "3/3"], "--shard must be K/N"),
         (["--batch", "f", "--jobs", "0"], "--jobs"),
         (["--batch", "/nonexistent/jobs"], "cannot read --batch file"),
@@ -273,6 +273,15 @@ def test_one_budget_for_the_batch(agi, tmp_path: Path) -> None:
     assert [res["exit"] for res in results] == [0, 0, 0, 4, 4, 4]
     assert all("cost limit reached" in res["error"] for res in results[3:])
     assert sum(res["usage"]["cost"] for res in results) == pytest.approx(0.03)
+
+
+def test_a_budget_needs_prices(agi, tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    write_jobs(jobs, 2)
+    with FakeModel(text("never")) as server:
+        r = agi("--batch", str(jobs), "--max-cost", "1", server=server)
+    assert r.returncode == 2 and "--max-cost needs a price for" in r.stderr, r.stderr
+    assert server.requests == [] and r.stdout == ""
 
 
 def test_a_job_max_cost_is_its_own(agi, tmp_path: Path) -> None:
@@ -448,3 +457,48 @@ def test_each_job_is_a_whole_run(agi, tmp_path: Path) -> None:
     events = Counter(log.read_text().splitlines())
     assert events == Counter([f"UserPromptSubmit {p}" for p in prompts] + ["SessionEnd "] * 4)
     assert len({res["session"] for res in results}) == 4
+
+
+def test_connections_are_shared(agi, tmp_path: Path) -> None:
+    """One connection pool for the batch: against a server that keeps connections alive
+    (whole JSON completions), 20 jobs on 4 workers use no more connections than workers."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    peers: list[int] = []
+    answer = {"role": "assistant", "content": "hi"}
+    body = json.dumps(
+        {
+            "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+        }
+    ).encode()
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            peers.append(self.client_address[1])
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    jobs = tmp_path / "jobs.jsonl"
+    write_jobs(jobs, 20)
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        r = agi("--batch", str(jobs), extra_env={"AGI_BASE_URL": url, "AGI_MODEL": "m"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.returncode == 0, r.stderr
+    assert len(lines_of(r.stdout)) == 20 and len(peers) == 20
+    assert len(set(peers)) <= 4

@@ -187,6 +187,12 @@ def test_someone_elses_changes_are_restored_and_named(agi, project, tmp_path):
     turn(agi, project, session, bash("echo changed > a.txt"))
     (project / "b.txt").write_text("edited by a person\n")
     (project / "person.txt").write_text("new\n")
+    r = rewind(agi, project, session, "--rewind-files", "1", "--dry-run", "--output", "json")
+    planned = json.loads(r.stdout)
+    assert planned["dry_run"] and not planned["conversation"] and planned["failed"] == []
+    assert sorted(planned["restored"]) == [str(project / n) for n in ("a.txt", "b.txt")]
+    assert planned["removed"] == [str(project / "person.txt")]
+    assert planned["others"] == [str(project / n) for n in ("b.txt", "person.txt")]
     r = rewind(agi, project, session, "--rewind-files", "1")
     assert r.returncode == 0, r.stderr
     assert (project / "a.txt").read_text() == "alpha\n"
@@ -210,12 +216,22 @@ def test_plain_directory_ignored_outside_and_big_files(agi, tmp_path):
     (work / "big.bin").write_bytes(b"\0" * (6 * 1024 * 1024))
     outside = tmp_path / "outside.txt"
     outside.write_text("outside\n")
+    nested = work / "vendor" / "lib"  # a repository of its own inside: a gitlink to the shadow
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "x.txt").write_text("vendored\n")
+    git(nested, "add", "-A")
+    git(nested, "commit", "-q", "-m", "v")
     session = tmp_path / "s"
     r, _ = turn(
         agi,
         work,
         session,
         calls(
+            (
+                "Edit",
+                {"file_path": "vendor/lib/x.txt", "old_string": "vendored", "new_string": "V"},
+            ),
             ("Bash", {"command": "echo A > a.txt; echo tail >> big.bin; echo gen > build/gen.txt"}),
             ("Write", {"file_path": "build/out.txt", "content": "rewritten\n"}),
             ("Edit", {"file_path": str(outside), "old_string": "outside", "new_string": "EDITED"}),
@@ -231,6 +247,7 @@ def test_plain_directory_ignored_outside_and_big_files(agi, tmp_path):
     assert (work / "build" / "out.txt").read_text() == "built\n"  # Write's record
     assert outside.read_text() == "outside\n"  # wherever it lies
     assert not (tmp_path / "created.txt").exists()
+    assert (nested / "x.txt").read_text() == "vendored\n"  # Edit's record, in a nested repository
     assert (work / "build" / "gen.txt").exists()  # ignored and not Write/Edit: left alone
     assert (work / "big.bin").stat().st_size == 6 * 1024 * 1024 + 5  # over 5 MB: left alone
 
@@ -278,6 +295,30 @@ def test_links_modes_odd_names_and_a_session_inside_the_tree(agi, project, tmp_p
 
 
 @needs_git
+def test_a_subdirectory_of_a_work_tree_honours_the_ignore_rules_above_it(agi, project, tmp_path):
+    (project / ".gitignore").write_text("build/\nnode_modules/\n*.log\n/only-at-top.txt\n")
+    (project / ".git" / "info" / "exclude").write_text("secret.env\n")
+    work = project / "sub"
+    git_before = dot_git(project)
+    session = tmp_path / "s"
+    turn(
+        agi,
+        work,
+        session,
+        bash(
+            "mkdir -p node_modules && echo m > node_modules/m.js && echo l > debug.log"
+            " && echo s > secret.env && echo k > keep.txt && echo t > only-at-top.txt"
+        ),
+    )
+    r = rewind(agi, work, session, "--rewind-files", "1")
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["removed keep.txt", "removed only-at-top.txt"]
+    for kept in ("node_modules/m.js", "debug.log", "secret.env"):
+        assert (work / kept).exists(), kept
+    assert dot_git(project) == git_before
+
+
+@needs_git
 def test_two_sessions_in_one_directory_keep_separate_checkpoints(agi, project, tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     turn(agi, project, one, bash("echo ONE > a.txt"), prompt="session one")
@@ -291,6 +332,60 @@ def test_two_sessions_in_one_directory_keep_separate_checkpoints(agi, project, t
     r = rewind(agi, project, one, "--rewind-files", "1")
     assert r.returncode == 0, r.stderr
     assert (project / "a.txt").read_text() == "alpha\n"
+
+
+@needs_git
+def test_two_sessions_at_once_in_one_directory(project, tmp_path, env):
+    """Two runs snapshot the same directory at the same time (one shadow repository, an index
+    each): each keeps its own turn list and snapshots. What a snapshot cannot tell is who
+    changed a file during a turn: each run's turn lists both files (README says so)."""
+    procs = []
+    with FakeModel(lambda body: _two_step(body)) as server:
+        e = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+        for name in ("one", "two"):
+            argv = [AGI, "-s", str(tmp_path / name), f"make {name}.txt"]
+            procs.append(
+                subprocess.Popen(
+                    argv,
+                    cwd=project,
+                    env=e,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+    for name in ("one", "two"):
+        r = subprocess.run(
+            [AGI, "-s", str(tmp_path / name), "--rewind", "--output", "json"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        (only,) = json.loads(r.stdout)["turns"]
+        assert only["prompt"] == f"make {name}.txt" and f"{name}.txt" in only["files"]
+    r = subprocess.run(
+        [AGI, "-s", str(tmp_path / "one"), "--rewind-files", "1"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert not (project / "one.txt").exists() and (project / "a.txt").read_text() == "alpha\n"
+
+
+def _two_step(body):
+    """Bash `echo > NAME.txt` for the prompt `make NAME.txt`, then an answer."""
+    messages = body["messages"]
+    if messages[-1]["role"] == "tool":
+        return text("ok")
+    name = messages[-1]["content"].split()[-1]
+    return bash(f"sleep 0.3; echo x > {name}")
 
 
 @needs_git
@@ -422,7 +517,7 @@ def _many(work: Path, count: int, word: str) -> None:
 def test_kills_during_snapshots_leave_work_tree_and_session_valid(agi, tmp_path, env):
     work = tmp_path / "w"
     work.mkdir()
-    _many(work, 3000, "old")
+    _many(work, 2000, "old")
     session = tmp_path / "s"
     before = tree(work)
     rng = random.Random(18)
@@ -433,7 +528,9 @@ def test_kills_during_snapshots_leave_work_tree_and_session_valid(agi, tmp_path,
     turn(agi, work, session, prompt="the session exists")
     with FakeModel(step) as server:
         e = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
-        for _ in range(8):
+        for n in range(8):
+            _many(work, 2000, f"v{n}")  # every file changed: the snapshot hashes them all again
+            before = tree(work)
             proc = subprocess.Popen(
                 [AGI, "-s", str(session), "go"],
                 cwd=work,
@@ -448,6 +545,8 @@ def test_kills_during_snapshots_leave_work_tree_and_session_valid(agi, tmp_path,
             assert tree(work) == before
             assert agi("--show", str(session)).returncode == 0
             assert rewind(agi, work, session, "--rewind").returncode == 0
+    _many(work, 2000, "old")
+    before = tree(work)
     turn(agi, work, session, bash("sed -i s/old/new/ f0001.txt && rm f0002.txt"))
     r = rewind(agi, work, session, "--rewind-files", "last")
     assert r.returncode == 0, r.stderr
@@ -458,14 +557,15 @@ def test_kills_during_snapshots_leave_work_tree_and_session_valid(agi, tmp_path,
 def test_kills_during_a_restore_leave_every_file_whole(agi, tmp_path, env):
     work = tmp_path / "w"
     work.mkdir()
-    _many(work, 1500, "old")
+    _many(work, 1000, "old")
     session = tmp_path / "s"
     before = tree(work)
     turn(agi, work, session, bash("sed -i s/old/new/ *.txt"))
     rng = random.Random(29)
     for _ in range(8):
-        proc = start_agi([AGI, "-s", str(session), "--rewind-files", "1"], env)
-        time.sleep(rng.uniform(0.2, 1.2))  # the restore: about 1 s
+        _many(work, 1000, "new")  # changed again (as by someone else): a whole restore to do
+        proc = start_agi([AGI, "-s", str(session), "--rewind", "1"], env)  # files and conversation
+        time.sleep(rng.uniform(0.2, 1.0))  # the restore: under 1 s
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
         for name, data in tree(work).items():
@@ -474,9 +574,12 @@ def test_kills_during_a_restore_leave_every_file_whole(agi, tmp_path, env):
             i = int(name[1:5])
             assert data in (f"old {i}\n".encode(), f"new {i}\n".encode()), name
         assert agi("--show", str(session)).returncode == 0
-    r = rewind(agi, work, session, "--rewind-files", "1")
+    r = rewind(agi, work, session, "--rewind", "1")
     assert r.returncode == 0, r.stderr
     assert tree(work) == before  # no temporary file left either
+    _, server = turn(agi, work, session, prompt="again")
+    sent = [m["content"] for m in server.requests[0]["messages"] if m["role"] != "system"]
+    assert sent == ["again"]  # the conversation as before turn 1: empty
 
 
 def test_usage_errors(agi, tmp_path):
@@ -490,6 +593,8 @@ def test_usage_errors(agi, tmp_path):
     assert r.returncode == 2 and "has no turn 3" in r.stderr
     r = agi("--rewind-files", "1", "--rewind-conversation", "1", "-s", str(tmp_path / "s"))
     assert r.returncode == 2
+    r = agi("--dry-run", "hello")
+    assert r.returncode == 2 and r.stderr.startswith("agi: --dry-run goes with --rewind")
 
 
 def test_neovim_rewind_parses_agis_output():

@@ -787,3 +787,41 @@ def test_a_directory_made_under_umask_002_is_no_cause_for_a_warning(agi, tmp_pat
         second = agi("-s", str(s), "second", server=server)
     assert (first.returncode, first.stderr) == (0, "")
     assert (second.returncode, second.stderr) == (0, "")
+
+
+# 11. Issue 27, as a user without root's powers: strays end, kernel files and own output refused
+
+
+def test_unprivileged_a_process_that_left_its_session_ends_with_the_run(unprivileged, tmp_path):
+    pid = tmp_path / "stray.pid"
+    tmp_path.chmod(0o777)
+    line = f"setsid sleep 1013 > /dev/null 2>&1 & echo $! > {pid}"
+    with FakeModel(call("Bash", command=line), text("done")) as server:
+        r = unprivileged("go", server=server)
+    assert r.returncode == 0, r.stderr
+    started = int(pid.read_text())
+    for _ in range(100):
+        if no_process("sleep 1013"):
+            break
+        time.sleep(0.05)
+    try:
+        assert no_process("sleep 1013")
+    finally:
+        if not no_process("sleep 1013"):
+            os.kill(started, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/kmsg"), reason="no /proc/kmsg here")
+def test_unprivileged_reading_proc_kmsg_is_a_plain_error(unprivileged, tmp_path):
+    with FakeModel(call("Read", file_path="/proc/kmsg"), text("done")) as server:
+        r = unprivileged("go", server=server)
+    assert r.returncode == 0, r.stderr
+    result = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert result.startswith("Error: ") and "TypeError" not in result, result
+
+
+def test_unprivileged_write_refuses_agis_own_stdout(unprivileged, tmp_path):
+    with FakeModel(call("Write", file_path="/dev/stdout", content="FOREIGN"), text("ok")) as s:
+        r = unprivileged("--output", "json", "go", server=s)
+    assert r.returncode == 0, r.stderr
+    assert "FOREIGN" not in r.stdout and json.loads(r.stdout)["answer"] == "ok"

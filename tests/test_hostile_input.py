@@ -158,3 +158,138 @@ def loaded_from(data: dict, known: tuple[str, ...]) -> tuple[dict[str, list], in
                     timeout = float(entry.get("timeout", 60))
                     want.setdefault(event, []).append((entry["command"], timeout))
     return want, notes
+
+
+# --- issue 27: wrong JSON types in streams, terminal control text, keys over several sends ------
+
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+tool_call_chunk = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": any_json, "id": any_json, "type": any_json,
+        "function": any_json | st.fixed_dictionaries(
+            {}, optional={"name": any_json, "arguments": any_json}
+        ),
+    },
+)  # fmt: skip
+chat_chunk = st.fixed_dictionaries(
+    {},
+    optional={
+        "choices": any_json | st.lists(st.fixed_dictionaries({}, optional={
+            "index": any_json, "finish_reason": any_json,
+            "delta": any_json | st.fixed_dictionaries({}, optional={
+                "content": any_json, "reasoning_content": any_json,
+                "tool_calls": any_json | st.lists(tool_call_chunk, max_size=3),
+            }),
+        }), max_size=2),
+        "usage": any_json,
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(chat_chunk, max_size=5))
+def test_chat_chunks_of_any_json_types_decode_or_fail_as_provider_errors(chunks):
+    from agi.providers.chat import ChatAssembler
+
+    asm = ChatAssembler()
+    try:
+        for chunk in chunks:
+            asm.feed(chunk, "message")
+        reply = asm.finish()
+    except ProviderError:
+        return
+    for c in reply.tool_calls:  # every field a string: an odd one is an error result later
+        assert isinstance(c.id, str) and isinstance(c.name, str)
+        assert isinstance(c.arguments, str)
+
+
+anthropic_event = st.fixed_dictionaries(
+    {"type": st.sampled_from(["content_block_start", "content_block_delta", "message_delta"])},
+    optional={
+        "index": any_json,
+        "content_block": any_json | st.fixed_dictionaries(
+            {"type": st.sampled_from(["tool_use", "text", "thinking"])},
+            optional={"id": any_json, "name": any_json, "input": any_json, "text": any_json},
+        ),
+        "delta": any_json | st.fixed_dictionaries(
+            {"type": st.sampled_from(["input_json_delta", "text_delta"])},
+            optional={"partial_json": any_json, "text": any_json},
+        ),
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(anthropic_event, max_size=6))
+def test_anthropic_events_of_any_json_types_decode_or_fail_as_provider_errors(events):
+    from agi.providers.anthropic import MessagesAssembler
+
+    asm = MessagesAssembler()
+    try:
+        for event in events:
+            asm.feed(event, event["type"])
+        reply = asm.finish()
+    except ProviderError:
+        return
+    for c in reply.tool_calls:
+        assert isinstance(c.id, str) and isinstance(c.name, str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60))
+def test_escaped_text_holds_no_control_character_but_newline_and_tab(text_):
+    from agi.frontends.render import escape_controls
+
+    shown = escape_controls(text_)
+    assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in shown), (
+        repr(shown)
+    )
+    if all(ord(c) >= 32 and not 0x7F <= ord(c) <= 0x9F or c in "\n\t" for c in text_):
+        assert shown == text_  # ordinary text is untouched
+
+
+keys = st.lists(
+    st.sampled_from(
+        ["a", "b", "r", "m", " ", "x", "<BS>", "<Left>", "<Right>", "<Home>", "<End>", "<C-u>",
+         "<C-k>", "<C-w>", "<Enter>", "<Tab>", "<Up>", "<C-c>", "<Del>", "<lt>", "<C-a>", "<C-e>"]
+    ),
+    max_size=30,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(keys, st.lists(st.integers(0, 30), max_size=5))
+def test_the_lines_typed_do_not_depend_on_how_keys_are_split_into_sends(typed, cuts):
+    from agi.tools.line_edit import LineEditor
+
+    whole = LineEditor()
+    expected = whole.feed("".join(typed))
+    pieces = sorted(c % (len(typed) + 1) for c in cuts)
+    bounds = [0, *pieces, len(typed)]
+    split = LineEditor()
+    got = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        got += split.feed("".join(typed[a:b]))
+    assert got == expected
+    assert (split.text, split.cursor, split.lost) == (whole.text, whole.cursor, whole.lost)
+
+
+@settings(max_examples=200, deadline=None)
+@given(any_json)
+def test_meta_usage_of_any_json_reads_as_a_finite_usage(value):
+    import math
+
+    from agi.messages import Usage
+    from agi.sessions.finite import finite
+
+    usage = Usage.from_dict(finite({"usage": value}, "", []).get("usage"))
+    for n in (usage.input, usage.output, usage.cached, usage.cache_write, usage.reasoning):
+        assert isinstance(n, int) and n >= 0
+    assert usage.cost is None or math.isfinite(usage.cost)

@@ -84,6 +84,7 @@ def test_lists_the_tool_with_its_schemas(env, tmp_path):
                 }  # fmt: skip
                 out = tool.output_schema
                 assert set(out["required"]) == {"answer", "exit", "session", "steps", "usage"}
+                assert set(out["properties"]) == set(out["required"]) | {"verdict"}
                 usage = out["properties"]["usage"]["required"]
                 assert usage == ["input", "output", "cached", "cache_write", "reasoning", "cost"]
 
@@ -126,6 +127,8 @@ def test_schema_answers_json_and_exit_code_judges(env, tmp_path):
         text('{"name": "Ann", "age": 3}'),
         text("I cannot know that."),
         text(json.dumps({"reason": "nobody can know", "success": False})),
+        text("Bo."),
+        text('{"name": "Bo"}'),
     ]
     with FakeModel(*script) as fake:
         found: dict[str, Any] = {}
@@ -138,6 +141,8 @@ def test_schema_answers_json_and_exit_code_judges(env, tmp_path):
                 found["judged"] = await s.call_tool(
                     "agi", {"prompt": "what am I thinking?", "exit_code": True}
                 )
+                schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+                found["object"] = await s.call_tool("agi", {"prompt": "who?", "schema": schema})
 
         run(body)
     shaped = found["schema"]
@@ -150,7 +155,11 @@ def test_schema_answers_json_and_exit_code_judges(env, tmp_path):
     judged = found["judged"]
     assert not judged.is_error  # exit 1 is an answer, not a failure
     assert judged.structured_content["exit"] == 1
+    verdict = judged.structured_content["verdict"]  # the CLI's `agi: judged failed: ...` line
+    assert verdict == {"success": False, "reason": "nobody can know"}
+    assert "verdict" not in shaped.structured_content  # only under exit_code
     assert judged.content[0].text == "I cannot know that."
+    assert found["object"].structured_content["answer"] == {"name": "Bo"}  # JSON Schema given
 
 
 def test_a_failure_is_is_error_with_agis_one_line(env, tmp_path):
@@ -186,6 +195,7 @@ BAD_CALLS = [
     ({"prompt": "x", "deny": []}, "a call cannot change the permission rules"),
     ({"prompt": "x", "sandbox": "off"}, "a call cannot change the sandbox"),
     ({"prompt": "x", "schema": "name: strr"}, "unknown type 'strr'"),
+    ({"prompt": "x", "schema": ["name"]}, "schema: expected a string, got an array"),
     ({"prompt": "x", "max_steps": 11}, "max_steps 11 is above the server's limit of 10"),
     ({"prompt": "x", "timeout": 1000}, "timeout 1000 s is above the server's limit of 300 s"),
     ({"prompt": "x", "cwd": "/no/such/dir"}, "cwd: not a directory"),
@@ -323,7 +333,7 @@ def test_calls_run_concurrently_and_one_session_serialises(env, tmp_path):
             return text("done")
         name = last["content"].split()[-1]
         mark = f"echo {{}} $(date +%s.%N) >> {log}-{name}"
-        return call("Bash", command=f"{mark.format('start')}; sleep 1; {mark.format('end')}")
+        return call("Bash", command=f"{mark.format('start')}; sleep 2; {mark.format('end')}")
 
     with FakeModel(step) as fake:
 
@@ -390,7 +400,7 @@ def raw_session(env: dict[str, str], tmp_path: Path, messages: list[dict[str, An
 def test_stdout_carries_nothing_but_mcp_messages(env, tmp_path):
     hooks = tmp_path / "hooks.json"
     hooks.write_text(json.dumps(HOOKS))
-    leak = "echo BASH-LEAK; echo BASH-ERR >&2; echo PARENT-LEAK >/proc/$PPID/fd/1; true"
+    leak = "echo BASH-LEAK; echo BASH-ERR >&2; echo PARENT-LEAK >/proc/$PPID/fd/1; env"
     with FakeModel(call("Bash", command=leak), text("done")) as fake:
         hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
         hello["clientInfo"] = {"name": "raw", "version": "1"}
@@ -403,9 +413,8 @@ def test_stdout_carries_nothing_but_mcp_messages(env, tmp_path):
                 "params": {"name": "agi", "arguments": {"prompt": "x"}},
             },
         ]
-        lines, err, code = raw_session(
-            model_env(env, fake), tmp_path, messages, "--hooks", str(hooks)
-        )
+        keyed = {**model_env(env, fake), "AGI_API_KEY": "sk-test-SECRETKEY-0123456789"}
+        lines, err, code = raw_session(keyed, tmp_path, messages, "--hooks", str(hooks))
     assert code == 0  # stdin closed: the server ends, exit 0
     for line in lines:
         assert json.loads(line)["jsonrpc"] == "2.0", line
@@ -415,6 +424,7 @@ def test_stdout_carries_nothing_but_mcp_messages(env, tmp_path):
     assert "PARENT-LEAK" in err and "HOOK-LEAK" in err  # written to agi's own fd 1: it is stderr
     sent = json.dumps(fake.requests[-1]["messages"])
     assert "BASH-LEAK" in sent  # the command's output went to the model, as it should
+    assert "SECRETKEY" not in sent and "SECRETKEY" not in "".join(lines)  # no child has the key
 
 
 def test_the_server_rules_hold_for_every_call(env, tmp_path):
@@ -488,3 +498,70 @@ def test_stdin_closed_while_a_call_runs_ends_the_server_and_its_commands(env, tm
                 proc.send_signal(signal.SIGKILL)
     assert proc.returncode == 0
     assert not alive(pid)
+
+
+def test_a_call_waiting_for_its_session_gives_up_at_its_timeout(env, tmp_path):
+    started = tmp_path / "started"
+    script = [call("Bash", command=f"touch {started}; sleep 3"), text("first done")]
+    with FakeModel(*script) as fake:
+        found: dict[str, Any] = {}
+
+        async def body() -> None:
+            import anyio
+
+            shared = str(tmp_path / "shared")
+            async with connect(model_env(env, fake), tmp_path) as s:
+
+                async def first() -> None:
+                    found["first"] = await s.call_tool("agi", {"prompt": "a", "session": shared})
+
+                async def second() -> None:
+                    while not started.exists():
+                        await anyio.sleep(0.05)
+                    args = {"prompt": "b", "session": shared, "timeout": 0.5}
+                    found["second"] = await s.call_tool("agi", args)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(first)
+                    tg.start_soon(second)
+
+        run(body)
+        assert len(fake.requests) == 2  # the second call never reached the model
+    assert found["first"].structured_content["answer"] == "first done"
+    line = one_line(found["second"])
+    assert "time limit reached" in line and found["second"].structured_content["exit"] == 4
+
+
+def inspector() -> str | None:
+    """The MCP Inspector's command line (npm `@modelcontextprotocol/inspector`): $MCP_INSPECTOR,
+    or installed beside the test servers (`npm install --prefix tests/mcp_servers ...`)."""
+    import shutil
+
+    local = Path(__file__).parent / "mcp_servers" / "node_modules" / ".bin" / "mcp-inspector"
+    found = os.environ.get("MCP_INSPECTOR") or (str(local) if local.exists() else None)
+    return found if found and shutil.which("node") else None
+
+
+@pytest.mark.skipif(inspector() is None, reason="the MCP Inspector (npm) and node are not here")
+def test_a_client_nobody_here_wrote_the_mcp_inspector(env, tmp_path):
+    with FakeModel(text("The answer is 42.")) as fake:
+        given = model_env(env, fake)
+        passed = [f"-e{k}={given[k]}" for k in ("AGI_BASE_URL", "AGI_MODEL", "AGI_HOME")]
+        passed.append(f"-eAGI_CONFIG={given['AGI_CONFIG']}")
+        base = [inspector(), "--cli", *passed, AGI, "--mcp-serve", "--max-steps", "10"]
+
+        def inspect(*more: str) -> Any:
+            done = subprocess.run(
+                [*base, *more], capture_output=True, text=True, timeout=GUARD, cwd=tmp_path
+            )
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)
+
+        [tool] = inspect("--method", "tools/list")["tools"]
+        call = ["--method", "tools/call", "--tool-name", "agi"]
+        answered = inspect(*call, "--tool-arg", "prompt=hello")
+        refused = inspect(*call, "--tool-arg", "prompt=hello", "--tool-arg", "max_steps=11")
+    assert tool["name"] == "agi" and tool["outputSchema"]["required"]
+    assert answered["structuredContent"]["answer"] == "The answer is 42."
+    assert answered["content"][0]["text"] == "The answer is 42." and not answered["isError"]
+    assert refused["isError"] and "above the server's limit of 10" in refused["content"][0]["text"]

@@ -5,9 +5,11 @@ doc/tags), so nothing is written into the checkout."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +101,48 @@ def test_every_help_link_of_checkhealth_opens_its_help(plain, editor):  # noqa: 
     for link in links:
         ed.nvim.command(f"help {link}")  # E149 for a tag no help file has
         assert help_tag(ed) == link, link
+
+
+LUA_PROBE = """
+vim.opt.runtimepath:prepend(_G.arg[1])
+local modules = {}
+for _, path in ipairs(vim.fn.glob(_G.arg[1] .. '/lua/agi/*.lua', false, true)) do
+  table.insert(modules, 'agi.' .. vim.fn.fnamemodify(path, ':t:r'))
+end
+local before = #vim.api.nvim_get_autocmds({})
+for _, name in ipairs(modules) do require(name) end
+local created = #vim.api.nvim_get_autocmds({}) - before
+require('agi').setup()
+local exported = {}
+for name, value in pairs(require('agi.request')) do
+  if type(value) ~= 'function' then table.insert(exported, name) end
+end
+io.stdout:write(vim.json.encode({
+  modules = modules,
+  at_require = created,
+  at_setup = #vim.api.nvim_get_autocmds({ group = 'agi' }),
+  exported = exported,
+}))
+"""
+
+
+@needs_nvim
+def test_requiring_the_lua_modules_creates_no_autocommand_and_setup_does(tmp_path):
+    """Every module of lua/agi is required in a Neovim without plugins: no autocommand exists
+    until `setup` (plugin/agi.lua calls it at startup when the user's config has not); and
+    lua/agi/request.lua exports functions only, no state."""
+    probe = tmp_path / "probe.lua"
+    probe.write_text(LUA_PROBE)
+    done = subprocess.run(
+        [test_nvim.NVIM, "--headless", "--clean", "-l", str(probe), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert {"agi.init", "agi.request", "agi.suggest", "agi.util"} <= set(found["modules"]), found
+    assert found["at_require"] == 0, found
+    assert found["at_setup"] == 2, found  # BufUnload and ColorScheme in the group "agi"
+    assert found["exported"] == [], found

@@ -39,6 +39,9 @@ def bwrap_works() -> bool:
 
 
 BWRAP = bwrap_works()
+# the interpreter itself, not the virtualenv's link to it: a checkout under /tmp (and its .venv)
+# is hidden in the sandbox, whose /tmp is private; what runs there needs the standard library only
+PYTHON = os.path.realpath(sys.executable)
 needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bwrap is missing or cannot create namespaces")
 
 
@@ -415,7 +418,8 @@ def test_terminal_keeps_job_control_in_the_sandbox(tmp_path, outside):
         send("<C-c>", 500)
         screen = send("echo back<Enter>")
         assert "^C" in screen and "\nback\n" in screen, screen  # Ctrl-C reached the job
-        screen = send(f"python3 -c 'print(open(\"/dev/tty\").name)'; touch {home}<Enter>", 3000)
+        python = f"{PYTHON} -c 'print(open(\"/dev/tty\").name)'"
+        screen = send(f"{python}; touch {home}<Enter>", 3000)
         assert "\n/dev/tty\n" in screen and "Read-only file system" in screen, screen
         assert not home.exists()
     finally:
@@ -519,7 +523,7 @@ def test_cli_workspace_bash_user_tool_write_and_edit(agi, tmp_path):
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
     }
     tool.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
+        f"#!{PYTHON}\nimport json, sys\n"
         f"if sys.argv[1:] == ['--describe']:\n    print({json.dumps(desc)!r}); sys.exit(0)\n"
         "open(json.load(sys.stdin)['path'], 'w').write('tool')\nprint('put done')\n"
     )

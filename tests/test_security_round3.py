@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import AGI
-from fakeserver import FakeModel, call, text
+from fakeserver import FakeModel, call, calls, text
 
 
 def tool_results(request: dict) -> list[str]:
@@ -333,7 +334,8 @@ def test_a_numeric_tool_use_name_from_anthropic_is_an_error_result(agi, tmp_path
         {"type": "content_block_start", "index": 0,
          "content_block": {"type": "tool_use", "id": 9, "name": 5, "input": {}}},
         {"type": "content_block_stop", "index": 0},
-        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+         "usage": {"output_tokens": 1}},
         {"type": "message_stop"},
     ]  # fmt: skip
     with FakeModel(anthropic_events(events), anthropic_text("done")) as server:
@@ -531,3 +533,103 @@ def test_temporary_directories_are_removed_at_the_end(agi, tmp_path):
     made = [tool_results(server.requests[2])[0], tool_results(server.requests[2])[1]]
     assert all(m.startswith("/") for m in made), made
     assert not any(os.path.exists(m) for m in made)
+
+
+# --- H4: session files are read as streams -----------------------------------------------------
+
+
+def test_a_huge_sparse_messages_file_is_not_read_whole(agi, tmp_path):
+    with FakeModel(text("first")) as server:
+        r = agi("-s", str(tmp_path / "s"), "hi", server=server)
+    assert r.returncode == 0, r.stderr
+    messages = tmp_path / "s" / "messages.jsonl"
+    with open(messages, "r+b") as f:  # 1 GB of NULs after the real lines, on no disk space
+        f.seek(0, os.SEEK_END)
+        f.truncate(f.tell() + (1 << 30))
+    import resource
+
+    with FakeModel(text("second")) as server:
+        again = agi("-s", str(tmp_path / "s"), "again", server=server, timeout=120)
+        shown = agi("--show", str(tmp_path / "s"), timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "second\n"
+    assert "skipped line" in again.stderr
+    assert shown.returncode == 0, shown.stderr
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child
+    assert peak < 512 << 10, f"a child reached {peak >> 10} MiB"
+
+
+# --- --max-cost with concurrent subagents: at most one call's cost past the budget --------------
+
+
+def test_parallel_subagents_do_not_all_start_past_the_budget(agi, tmp_path):
+    (tmp_path / "config.toml").write_text('[prices."fake-model"]\ninput = 1000\noutput = 1000\n')
+
+    def respond(body):  # every call costs $0.015
+        first = next(m for m in body["messages"] if m["role"] == "user")
+        if first["content"].startswith("sub"):
+            step = call("Bash", command="true")
+            return {**step, "delay": 0.5}  # slow enough that the three would overlap
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return text("done")
+        return calls(*[("Task", {"description": "x", "prompt": f"sub{i}"}) for i in range(3)])
+
+    with FakeModel(respond) as server:
+        r = agi("--max-cost", "0.04", "go", server=server)
+    assert r.returncode == 4, r.stderr
+    assert len(server.requests) <= 3  # the parent's call, and calls one at a time after it
+    assert "cost limit reached" in r.stderr
+
+
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("mcp") is None, reason="the mcp package is not installed"
+)
+def test_an_mcp_server_started_on_a_cold_cache_does_not_see_the_key(agi, tmp_path):
+    server_py = Path(__file__).parent / "mcp_servers" / "server.py"
+    dump = tmp_path / "mcp-env"
+    spec = {
+        "command": "sh",
+        "args": ["-c", f'env > "{dump}"; exec "$0" "$1"', sys.executable, str(server_py)],
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"t": spec}}))
+    with FakeModel(call("mcp__t__add", a=1, b=2), text("done")) as server:
+        r = agi(
+            "--mcp", str(tmp_path / "mcp.json"), "go", server=server,
+            extra_env={"AGI_API_KEY": KEY, "OTHER_CFG": f"x{KEY}y", "PLAIN": "seen"},
+        )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert tool_results(server.requests[1]) == ["3"]
+    dumped = dump.read_text()
+    assert "PLAIN=seen" in dumped
+    assert KEY not in dumped and "OTHER_CFG" not in dumped
+
+
+def bwrap_works() -> bool:
+    from agi.errors import UsageError
+    from agi.tools.sandbox import Policy
+
+    try:
+        Policy.load("read-only").check()
+    except UsageError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="bwrap is missing or cannot create namespaces")
+def test_the_sandbox_scratch_directory_is_removed_at_the_end(agi, tmp_path):
+    with FakeModel(call("TempDir"), text("done")) as server:
+        r = agi("--sandbox", "workspace", "go", server=server)
+    assert r.returncode == 0, r.stderr
+    made = Path(tool_results(server.requests[1])[0])
+    assert made.is_absolute() and not made.exists() and not made.parent.exists()
+
+
+def test_a_provider_error_is_shown_escaped(agi, tmp_path):
+    from fakeserver import status
+
+    body = {"error": {"message": "bad \x1b]0;pwned\x07 request \x1b[2J"}}
+    with FakeModel(status(400, body)) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 3, r.stderr
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr
+    assert "\\x1b]0;pwned" in r.stderr

@@ -1,10 +1,15 @@
-"""The simple commands inside a Bash command line, found by a real shell parser (tree-sitter-bash).
+"""What a Bash line makes bash run, found by a real shell parser (tree-sitter-bash) and
+evaluated the way bash will (CONTRACT section 20).
 
-Permission rules judge each simple command of a compound line (`&&`, `||`, `;`, `|`, newlines,
-`$(…)`, backticks, process substitution, loops, functions) on its own. A line the parser cannot
-read wholly returns None: the caller then lets it match no allow rule. tree-sitter-bash was
-chosen over bashlex: it imports in about 2 ms instead of 100 ms and reads `[[ ]]`, `$(( ))` and
-`case`, which bashlex refuses. It is imported only when a Bash rule has to be checked.
+Every command of a compound line (`&&`, `||`, `;`, `|`, newlines, `$(…)`, backticks, process
+substitution, loops, functions) is a Part, judged on its own, with its words as bash gives them
+(agi.claude.bash_words) and the commands wrappers and evaluating builtins run added
+(agi.claude.bash_wrappers). A line the judge cannot follow (a syntax error, a token bash reads
+otherwise, an expansion that evaluates code, a command name from an expansion, an unknown
+wrapper option) returns None: no allow rule vouches for it and the first deny rule denies it.
+tree-sitter-bash was chosen over bashlex: it imports in about 2 ms instead of 100 ms and reads
+`[[ ]]`, `$(( ))` and `case`, which bashlex refuses. It is imported only when a Bash rule has to
+be checked.
 """
 
 from __future__ import annotations
@@ -23,8 +28,6 @@ SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arit
 QUOTED = frozenset({"raw_string", "ansi_c_string"})  # '…' and $'…': nothing runs inside
 SUBSTITUTION_START = re.compile(rb"\$\(|<\(|>\(|`")
 COMMANDS = frozenset({"command", "declaration_command", "unset_command"})
-
-
 MAX_DEPTH = 8  # `bash -c "eval 'sh -c …'"`: deeper nesting is not followed
 WHITE = re.compile(r"\s")
 # wrappers that add nothing to what they run: an allow rule for the command covers them
@@ -82,16 +85,25 @@ def split(command: str) -> list[Part] | None:
         _parser()
     except ImportError:
         return None
+    try:
+        return _split(command, 0)
+    except (ValueError, TypeError, IndexError, AttributeError, OverflowError):
+        return None  # what the judge cannot follow, it does not vouch for
+
+
+def _split(command: str, depth: int) -> list[Part] | None:
+    """The line judged as written and, when it has backslash-newlines, with them joined (at
+    every depth: `bash -c 'r\\<newline>m'` runs rm)."""
     parts: list[Part] = []
     for text in dict.fromkeys([command, join_continuations(command)]):
-        found = _split(text, 0)
+        found = _split_one(text, depth)
         if found is None:
             return None
         parts += found
     return parts
 
 
-def _split(command: str, depth: int) -> list[Part] | None:
+def _split_one(command: str, depth: int) -> list[Part] | None:
     if depth > MAX_DEPTH:
         return None
     source = command.encode("utf-8", "surrogatepass")

@@ -72,12 +72,12 @@ def ansi_c(body: str) -> str:
 
     def one(m: re.Match[str]) -> str:
         seq = m.group(1)
-        if seq[0] in "xuU":
+        if seq[0] in "xuU" and len(seq) > 1:
             return chr(min(int(seq[1:], 16), 0x10FFFF))
         if seq[0] in "01234567":
             return chr(int(seq, 8) & 0xFF)
-        if seq[0] == "c":
-            return chr(ord(seq[1].upper()) ^ 0x40) if len(seq) > 1 else ""
+        if seq[0] == "c" and len(seq) > 1:
+            return chr(ord(seq[1].upper()) ^ 0x40)
         return ANSI_SIMPLE.get(seq, "\\" + seq)
 
     return ANSI.sub(one, body)
@@ -107,10 +107,10 @@ def word(node: Any, source: bytes) -> Word:
     if kind == "translated_string":
         inner = [c for c in node.children if c.type == "string"]
         return Word(raw, word(inner[0], source).value if inner else None)
-    if kind == "string":
+    if kind == "string":  # from the text: a lone `$` is an anonymous node, still a `$`
         pieces = [c for c in node.children if c.is_named]
-        if all(c.type == "string_content" for c in pieces):
-            return Word(raw, "".join(_double_quoted(text(c, source)) for c in pieces))
+        if all(c.type == "string_content" for c in pieces) and raw[-1:] == '"':
+            return Word(raw, _double_quoted(raw[1:-1]))
         return Word(raw, None)
     if kind == "concatenation":
         parts = [word(c, source) for c in node.children]
@@ -176,9 +176,21 @@ def arithmetic_safe(node: Any, source: bytes, known: set[str]) -> bool:
     return False
 
 
+# what each quoting form is as bash reads it: tree-sitter's lexer ends `$'\\'…` too late
+TOKENS = {
+    "ansi_c_string": re.compile(r"\$'(?:[^'\\]|\\.)*'", re.S),
+    "raw_string": re.compile(r"'[^']*'"),
+    "string_content": re.compile(r'(?:[^"\\]|\\.)*', re.S),
+    "word": re.compile(r"(?:[^'\"\\]|\\.)*\\?", re.S),
+}
+
+
 def check_node(node: Any, source: bytes, known: set[str]) -> None:
-    """Raise Unreducible when this node makes bash evaluate a value as code."""
+    """Raise Unreducible when this node makes bash evaluate a value as code, or is a token
+    bash would end elsewhere (a misread line hides commands)."""
     kind = node.type
+    if kind in TOKENS:
+        _require(TOKENS[kind].fullmatch(text(node, source)) is not None)
     if kind == "arithmetic_expansion" or kind == "c_style_for_statement":
         inner = [c for c in node.children if c.is_named and c.type != "do_group"]
         _require(all(arithmetic_safe(c, source, known) for c in inner))
@@ -190,6 +202,9 @@ def check_node(node: Any, source: bytes, known: set[str]) -> None:
         _subscript(node, source, known)
     elif kind == "variable_assignment":
         _require(not dangerous(text(node.children[0], source).split("[")[0]))
+    elif kind in ("for_statement", "select_statement"):  # `for PATH in /tmp/x; do ls; done`
+        names = [c for c in node.children if c.type == "variable_name"]
+        _require(not any(dangerous(text(n, source)) for n in names))
     elif kind == "test_command":
         _test(node, source, known)
     elif kind == "declaration_command":
@@ -215,6 +230,9 @@ def _name_ok(name: str) -> bool:
 
 def _expansion(node: Any, source: bytes, known: set[str]) -> None:
     kinds = [c.type for c in node.children]
+    if {"=", ":="} & set(kinds):  # `${PATH:=/tmp/x}` assigns
+        names = [text(c, source) for c in node.children if c.type == "variable_name"]
+        _require(not any(dangerous(n) for n in names))
     if len(kinds) > 1 and kinds[1] == "!":  # `${!x}` evaluates x's value as a name
         listing = kinds[-2] in ("*", "@") or any(
             c.type == "subscript" and text(c, source).endswith(("[@]", "[*]"))

@@ -16,7 +16,11 @@ from agi.claude.bash_words import INTEGER, NAME, Unreducible, Word, _name_ok, da
 
 # wrapper: (flags, options taking a value, positional words before the command)
 WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
-    "time": (frozenset({"-p"}), frozenset(), 0),
+    "time": (  # the keyword, and GNU time (/usr/bin/time) by the same name
+        frozenset({"-p", "-v", "-a", "-q", "--verbose", "--append", "--portability", "--quiet"}),
+        frozenset({"-f", "-o", "--format", "--output"}),
+        0,
+    ),
     "nohup": (frozenset(), frozenset(), 0),
     "builtin": (frozenset(), frozenset(), 0),
     "coproc": (frozenset(), frozenset(), 0),
@@ -43,7 +47,7 @@ WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
         frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user"}),
         0,
     ),
-    "doas": (frozenset({"-n", "-s"}), frozenset({"-u", "-C"}), 0),
+    "doas": (frozenset({"-n"}), frozenset({"-u", "-C"}), 0),
     "ionice": (frozenset({"-t"}), frozenset({"-c", "-n", "-p", "-P", "-u"}), 0),
     "xargs": (
         frozenset({"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-p", "-x"})
@@ -53,7 +57,47 @@ WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
         0,
     ),
 }
+# more programs that run the command after their options (an option not listed: unreducible)
+WRAPPERS |= {
+    name: (frozenset(flags.split()), frozenset(valued.split()), positional)
+    for name, flags, valued, positional in (
+        ("chroot", "--skip-chdir", "--userspec --groups", 1),
+        ("taskset", "-a --all-tasks -c --cpu-list", "", 1),
+        ("strace", "-f -ff -c -C -T -t -tt -ttt -y -yy -q -qq -v -x -xx -r -i -k -w -z -Z -n",
+         "-o -e -s -u -E -P -a -b -I -O -S -X -U", 0),
+        ("ltrace", "-f -c -C -i -L -r -S -t -tt -ttt -T", "-o -e -s -u -n -l -x -A -D -F", 0),
+        ("unshare", "-m -u -i -n -p -U -C -T -f -r -c --fork --map-root-user --mount --uts "
+         "--ipc --net --pid --user --cgroup --time --mount-proc --kill-child "
+         "--map-current-user", "-R -w --root --wd -S -G --setuid --setgid", 0),
+        ("nsenter", "-a -m -u -i -n -p -U -C -T -r -w -F --all --mount --uts --ipc --net --pid "
+         "--user --cgroup --preserve-credentials --no-fork", "-t --target -S -G", 0),
+        ("setpriv", "--clear-groups --keep-groups --init-groups --no-new-privs --reset-env",
+         "--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps "
+         "--bounding-set --securebits --pdeathsig --selinux-label --apparmor-profile", 0),
+        ("prlimit", "--verbose --raw --noheadings", "--as --core --cpu --data --fsize --locks "
+         "--memlock --msgqueue --nice --nofile --nproc --rss --rtprio --rttime --sigpending "
+         "--stack", 0),
+        ("chrt", "-f -r -o -b -i -d -a -m -v -R --fifo --rr --other --batch --idle --deadline",
+         "-T -P -D", 1),
+        ("numactl", "-l --localalloc", "-C -N -m -i -p --physcpubind --cpunodebind --membind "
+         "--interleave --preferred", 0),
+        ("fakeroot", "-u --unknown-is-real", "-l --lib --faked -i -s -b", 0),
+        ("faketime", "-f", "-m -p", 1),
+        ("unbuffer", "-p", "", 0),
+        ("rlwrap", "", "", 0),
+        ("firejail", "", "", 0),
+        ("pkexec", "--disable-internal-agent --keep-cwd", "--user", 0),
+        ("dbus-run-session", "", "--config-file --dbus-daemon", 0),
+        ("xvfb-run", "-a --auto-servernum", "-n --server-num -s --server-args -e --error-file "
+         "-f --auth-file -p --xauth-protocol -w --wait", 0),
+        ("valgrind", "-q -v --quiet --verbose", "--tool --log-file --leak-check "
+         "--track-origins --show-leak-kinds --error-exitcode --trace-children --suppressions", 0),
+    )
+}  # fmt: skip
+# programs whose `-c STRING` (`--command=STRING`) is a shell line; without it they read stdin
+DASH_C = frozenset({"su", "runuser", "script", "flock", "sg"})
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash"})
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 SAFE_SHOPTS = frozenset(
@@ -87,6 +131,8 @@ def inner(words: list[Word], fed: bool = True) -> tuple[list[list[Word]], list[s
         return _wrapped(name, args), []
     if name in SHELLS:
         return [], _shell(args, fed)
+    if name in DASH_C:
+        return _dash_c(name, args, fed)
     if name == "eval":
         return [], [" ".join(need(w) for w in args)] if args else []
     if name == "trap":
@@ -141,6 +187,11 @@ def _wrapped(name: str, args: list[Word]) -> list[list[Word]]:
         need(args[at]) if at < len(args) else None
         at += 1
     rest = args[at:]
+    while name in ("time", "coproc") and rest and ASSIGNMENT.match(rest[0].value or ""):
+        target = need(rest[0]).partition("=")[0].rstrip("+")
+        if dangerous(target.partition("[")[0]) or not _name_ok(target):
+            raise Unreducible  # keywords take a whole simple command: `time PATH=… ls`
+        rest = rest[1:]
     if not rest:
         return [] if name != "xargs" else [[Word("echo", "echo")]]
     if name == "coproc" and need(rest[0]) in RESERVED | {"((", "[["}:
@@ -173,7 +224,36 @@ def _shell(args: list[Word], fed: bool) -> list[str]:
         return [need(args[at])]
     if (at >= len(args) or args[at].value == "-") and fed:
         raise Unreducible  # the commands come from a pipe or a file
+    if at < len(args) and _from_stdin(need(args[at])):
+        raise Unreducible  # `bash /dev/stdin`, `bash /dev/fd/3 3<<<…`
     return []
+
+
+def _dash_c(name: str, args: list[Word], fed: bool) -> tuple[list[list[Word]], list[str]]:
+    """`su -c LINE`, `script -qc LINE`, `flock FILE -c LINE` or `flock FILE CMD …`."""
+    if name == "flock":  # options, the lock file, then `-c LINE` or the command
+        flags = "-s -x -e -n -u -o -F --shared --exclusive --nonblock --unlock --close --no-fork"
+        at = _options(args, frozenset(flags.split()), frozenset({"-w", "--timeout", "-E"})) + 1
+        if at < len(args) and args[at].value in ("-c", "--command"):
+            return [], [need(args[at + 1])] if at + 1 < len(args) else []
+        return ([args[at:]] if at < len(args) else []), []
+    for at, word in enumerate(args):  # su, runuser, sg, script: no command among the words
+        value = need(word)
+        short = value.startswith("-") and not value.startswith("--") and "c" in value
+        if (value == "--command" or short and value.endswith("c")) and at + 1 < len(args):
+            return [], [need(args[at + 1])]  # `-c LINE`, `-qc LINE`
+        if short:
+            return [], [value[value.index("c") + 1 :]]  # `-cLINE`
+        if value.startswith("--command="):
+            return [], [value.partition("=")[2]]
+    if fed:
+        raise Unreducible  # an interactive shell reading commands from a pipe or a file
+    return [], []
+
+
+def _from_stdin(path: str) -> bool:
+    """A script path that is an open file descriptor: its commands come from a pipe."""
+    return path == "-" or re.match(r"/(dev/(stdin|fd/)|proc/[^/]+/fd/)", path) is not None
 
 
 def _trap(args: list[Word]) -> list[str]:
@@ -233,6 +313,12 @@ def _builtin(name: str, args: list[Word]) -> None:
             raise Unreducible
     if name in ("read", "mapfile", "readarray", "getopts", "unset", "wait", "printf", "let"):
         _names(name, args)
+    if name in ("test", "[") and any(w.value in ("-v", "-R") for w in args):
+        at = next(i for i, w in enumerate(args) if w.value in ("-v", "-R"))
+        if at + 1 >= len(args) or not _name_ok(need(args[at + 1])):
+            raise Unreducible  # `test -v 'a[$(cmd)]'` evaluates the subscript
+    if name in ("source", ".") and (not args or _from_stdin(need(args[0]))):
+        raise Unreducible
 
 
 NAME_OPTIONS = {"read": "adinNptu", "mapfile": "dnOsuc", "readarray": "dnOsuc", "wait": "p"}
@@ -269,5 +355,5 @@ def _names(name: str, args: list[Word]) -> None:
         at += 1
     if name == "getopts":
         names = names[1:2]
-    if not all(_name_ok(n) for n in names):
-        raise Unreducible
+    if not all(_name_ok(n) and (name == "unset" or not dangerous(n.split("[")[0])) for n in names):
+        raise Unreducible  # `read PATH < f` changes what runs next

@@ -119,7 +119,7 @@ def find_commands(
     """The command files (`*.md`) in directories, sub-directories included (or named as
     files), by file name as Claude Code names them: `commands/git/commit.md` is `commit`, with
     `git` as its label. Top-level files come first, so they win a clash of names."""
-    found = []
+    found: list[Command] = []
     for place in places:
         if place.is_file():
             files = [place]

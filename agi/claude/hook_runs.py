@@ -229,8 +229,9 @@ def _async_answer(line: str) -> float | None:
     if not isinstance(data, dict) or data.get("async") is not True:
         return None
     limit = data.get("asyncTimeout")
-    ok = isinstance(limit, int | float) and not isinstance(limit, bool) and limit > 0
-    return limit / 1000 if ok else 0.0
+    if not isinstance(limit, int | float) or isinstance(limit, bool) or limit <= 0:
+        return 0.0
+    return limit / 1000
 
 
 def _reap(proc: subprocess.Popen[str], limit: float) -> None:

@@ -144,7 +144,9 @@ def _condition_holds(rule: Any, payload: dict[str, Any]) -> bool:
     name, tool_input = payload.get("tool_name"), payload.get("tool_input")
     if not isinstance(name, str) or not isinstance(tool_input, dict):
         return False
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else os.getcwd()
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str):
+        cwd = os.getcwd()
     try:
         return decide(Permissions([rule]), name, tool_input, cwd).verdict != "none"
     except (ValueError, TypeError, OSError):

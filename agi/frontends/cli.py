@@ -102,15 +102,15 @@ def serve(args: argparse.Namespace) -> int | None:
     if args.list_sessions or args.show or rewinding(args):
         return inspect(args)
     if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
-        from agi.frontends.acp import serve
+        from agi.frontends.acp.main import serve
 
         return serve(args, flags_layer(args))
     if args.mcp_serve:  # other agents call agi as an MCP tool until stdin closes
-        from agi.frontends.mcp_serve import main as serve_mcp
+        from agi.frontends.mcp.serve import main as serve_mcp
 
         return serve_mcp(args)
     if args.batch is not None or args.jobs or args.batch_out or args.shard:
-        from agi.frontends.batch import batch  # many prompts, one process (section 19)
+        from agi.frontends.batch.main import batch  # many prompts, one process (section 19)
 
         return batch(args, flags_layer(args))
     return None
@@ -212,6 +212,9 @@ def fail(error: AgiError, run: Run | None, result: bool = True) -> int:
     if view is not None:
         view.close()
     detail = getattr(error, "detail", "")  # a bad --schema: the text, and a caret under the fault
+    from agi.frontends.render import escape_controls  # a provider's text may hold sequences
+
+    message, detail = escape_controls(message), escape_controls(str(detail or ""))
     sys.stderr.write(f"agi: {message}\n" + (f"{detail}\n" if detail else ""))
     sys.stderr.flush()
     return error.exit_code

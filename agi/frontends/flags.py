@@ -83,7 +83,7 @@ def build_parser() -> Parser:
     add_claude_options(p)
     add_sandbox_options(p)
     add_output_options(p)
-    from agi.frontends.batch_flags import add_options
+    from agi.frontends.batch.flags import add_options
 
     add_options(p)  # --batch, --jobs, --batch-out, --shard
     return p

@@ -143,7 +143,7 @@ class Terminal(Silent):
             self.tool_starts[event.call.id] = time.monotonic()
             name = escape_controls(str(event.call.name))
             self.write(self.paint("⏺ ", CYAN) + f"{name}({describe_input(event.input)})")
-            self.status, self.since = f"running {event.call.name}", time.monotonic()
+            self.status, self.since = f"running {name}", time.monotonic()
         elif isinstance(event, ToolEnd):
             rows = event.result.splitlines() or [""]
             more = f" … +{len(rows) - 1} lines" if len(rows) > 1 else ""

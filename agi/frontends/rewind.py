@@ -42,7 +42,10 @@ def add_rewind_options(p: argparse.ArgumentParser) -> None:
 
 def rewinding(args: argparse.Namespace) -> bool:
     """Whether the command line asks for --rewind, --rewind-files or --rewind-conversation."""
-    return any(v is not None for v in (args.rewind, args.rewind_files, args.rewind_conversation))
+    asked = any(v is not None for v in (args.rewind, args.rewind_files, args.rewind_conversation))
+    if args.dry_run and not asked:
+        raise UsageError("--dry-run goes with --rewind, --rewind-files or --rewind-conversation")
+    return asked
 
 
 def _which(args: argparse.Namespace) -> tuple[str, int | None]:
@@ -113,62 +116,71 @@ def rewind_command(args: argparse.Namespace) -> int:
         if turn is None:
             have = f"turns 1-{turns[-1].number}" if turns else "no turns"
             raise UsageError(f"{path} has no turn {number} (it has {have})")
-        return _rewind(session, turns, turn, kind, bool(args.dry_run), home)
+        as_json = getattr(args, "output", None) == "json"
+        return _rewind(session, turns, turn, kind, bool(args.dry_run), home, as_json)
     finally:
         session.unlock()
 
 
-def _rewind(session: Any, turns: list[Any], turn: Any, kind: str, dry: bool, home: Path) -> int:
-    from agi.sessions.rewind import (
-        apply_files,
-        plan_files,
-        record_rewind,
-        rewind_conversation,
-    )
-    from agi.sessions.shadow import ShadowError
+def _rewind(
+    session: Any, turns: list[Any], turn: Any, kind: str, dry: bool, home: Path, as_json: bool
+) -> int:
+    from agi.sessions.rewind import record_rewind, rewind_conversation
 
-    n, out = turn.number, sys.stdout
-    plan, done, failed = None, [], []
+    n = turn.number
+    plan, actions, done, failed = None, [], [], []
     if kind in ("both", "files"):
-        try:
-            plan = plan_files(turns, n, home, session.path)
-        except ShadowError as e:
-            raise AgiError(f"cannot rewind the files: {e}") from e
-        for warning in plan.warnings:
-            sys.stderr.write(f"agi: {warning}\n")
-        untracked = [t for t in turns if t.number >= n and t.untracked]
-        if untracked:
-            why = untracked[0].untracked
-            sys.stderr.write(
-                f"agi: turn {untracked[0].number} had no snapshot ({why}): "
-                "only what Write and Edit changed is restored\n"
-            )
-        actions = plan.paths()
-        if dry:
-            for action, path in actions:
-                out.write(f"would {action} {_display(path)}\n")
-        else:
-            done, failed = apply_files(plan, home)
-            for action, path in actions:
-                if path in done:
-                    out.write(f"{action}d {_display(path)}\n")
-        for path in sorted(plan.others & {p for _, p in actions}):
-            tail = "it would be restored" if dry else "restored"
-            sys.stderr.write(
-                f"agi: {_display(path)} was changed by someone else since turn {n}; {tail}\n"
-            )
-    if kind in ("both", "conversation"):
-        if dry:
-            out.write(f"would rewind the conversation to before turn {n}\n")
-        else:
-            rewind_conversation(session, turn)
-            out.write(f"conversation rewound to before turn {n}\n")
+        plan, actions, done, failed = _files(session, turns, n, dry, home)
+    if kind in ("both", "conversation") and not dry:
+        rewind_conversation(session, turn)
     if not dry:
         record_rewind(session.path, n, plan, kind, done)
-    out.flush()
+    others = sorted(plan.others & {p for _, p in actions}) if plan is not None else []
+    for path in others:
+        tail = "it would be restored" if dry else "restored"
+        sys.stderr.write(
+            f"agi: {_display(path)} was changed by someone else since turn {n}; {tail}\n"
+        )
+    shown = [(a, p) for a, p in actions if dry or p in done]
+    conversation = kind in ("both", "conversation")
+    if as_json:
+        result: dict[str, Any] = {"turn": n, "dry_run": dry, "conversation": conversation}
+        for action in ("restore", "remove"):
+            result[action + "d"] = [p for a, p in shown if a == action]
+        result.update(others=others, failed=failed)
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    else:
+        for action, path in shown:
+            sys.stdout.write(f"{'would ' + action if dry else action + 'd'} {_display(path)}\n")
+        if conversation:
+            done_text = "would rewind the conversation" if dry else "conversation rewound"
+            sys.stdout.write(f"{done_text} to before turn {n}\n")
+    sys.stdout.flush()
     for failure in failed:
         sys.stderr.write(f"agi: could not restore {failure}\n")
     return 1 if failed else 0
+
+
+def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tuple[Any, ...]:
+    """Plan (and unless `dry`, carry out) the rewind of the files: (plan, actions, done,
+    failed)."""
+    from agi.sessions.rewind import apply_files, plan_files
+    from agi.sessions.shadow import ShadowError
+
+    try:
+        plan = plan_files(turns, n, home, session.path)
+    except ShadowError as e:
+        raise AgiError(f"cannot rewind the files: {e}") from e
+    for warning in plan.warnings:
+        sys.stderr.write(f"agi: {warning}\n")
+    untracked = [t for t in turns if t.number >= n and t.untracked]
+    if untracked:
+        sys.stderr.write(
+            f"agi: turn {untracked[0].number} had no snapshot ({untracked[0].untracked}): "
+            "only what Write and Edit changed is restored\n"
+        )
+    done, failed = ([], []) if dry else apply_files(plan, home)
+    return plan, plan.paths(), done, failed
 
 
 def _display(path: str) -> str:
@@ -204,12 +216,13 @@ def quoted(path: str) -> str:
 
 def listing(path: Path, home: Path, as_json: bool = False) -> str:
     """The session's turns: number, time, the prompt's first line, the files changed."""
+    from agi.decoding import one_line
     from agi.sessions.checkpoints import owner_of
     from agi.sessions.rewind import changed_in, read_turns
 
     turns, rewinds = read_turns(path)
     owner = owner_of(path)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for t in turns:
         files = changed_in(t, turns, home, owner)
         rows.append(
@@ -220,6 +233,7 @@ def listing(path: Path, home: Path, as_json: bool = False) -> str:
                 "files": files,
                 "rewound": t.rewound,
                 "checkpoint": t.tree is not None,
+                "untracked": t.untracked,
             }
         )
     if as_json:
@@ -233,10 +247,14 @@ def listing(path: Path, home: Path, as_json: bool = False) -> str:
         what = "files unknown" if files is None else ", ".join(shown) or "no files changed"
         if files is not None and len(files) > 12:
             what += f" (and {len(files) - 12} more; --output json lists them all)"
+        if r["untracked"]:
+            what += f" (no snapshot: {r['untracked']}; only Write and Edit recorded)"
         mark = "  (rewound)" if r["rewound"] else ""
-        lines.append(f"{r['turn']:>3}  {r['time']}  {r['prompt']}{mark}\n       {what}")
-    for r in rewinds:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.get("time", 0)))
-        scope = {"both": "files and conversation"}.get(r.get("kind"), r.get("kind", "?"))
-        lines.append(f"  rewound {when}  to before turn {r['rewind']} ({scope})")
+        prompt = one_line(r["prompt"])  # a prompt's escape sequences never reach the terminal
+        lines.append(f"{r['turn']:>3}  {r['time']}  {prompt}{mark}\n       {what}")
+    for record in rewinds:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.get("time", 0)))
+        kind = str(record.get("kind", "?"))
+        scope = "files and conversation" if kind == "both" else kind
+        lines.append(f"  rewound {when}  to before turn {record['rewind']} ({scope})")
     return "\n".join(lines) + "\n"

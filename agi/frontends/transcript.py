@@ -15,13 +15,14 @@ from agi.tools.sandbox import Policy
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")  # not at U+2028
-    except FileNotFoundError:
-        return
-    for line in lines:
+    """The objects of a JSON-lines file, read as a stream (lines at \\n only, not U+2028)."""
+    from agi.sessions.files import read_lines
+
+    for line in read_lines(path):
+        if line is None:  # over the bound: skipped
+            continue
         try:
-            record = json.loads(line)
+            record = json.loads(line.decode("utf-8", "replace"))
         except ValueError:
             continue
         if isinstance(record, dict):

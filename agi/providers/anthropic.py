@@ -15,7 +15,7 @@ from agi.messages import ReasoningDelta, Reply, TextDelta
 from agi.providers.anthropic_convert import THINKING, Memo, to_messages, to_tool, to_tool_choice
 from agi.providers.endpoint import headers, root
 from agi.providers.errors import RETRYABLE_STATUS, error_message, error_status, provider_error
-from agi.providers.stream import CallBuilder, StreamAssembler
+from agi.providers.stream import CallBuilder, StreamAssembler, as_text
 from agi.providers.transport import Event, Transport
 from agi.providers.usage import messages_usage
 
@@ -210,9 +210,11 @@ class MessagesAssembler(StreamAssembler):
 
     def _event(self, chunk: dict[str, Any]) -> list[TextDelta | ReasoningDelta]:
         kind, index = chunk.get("type"), chunk.get("index")
+        if index is not None and (not isinstance(index, int) or isinstance(index, bool)):
+            raise ProviderError(f"malformed stream event: 'index' is {json.dumps(index)[:50]}")
         out: list[TextDelta | ReasoningDelta] = []
         if kind == "message_start":
-            self._usage((chunk.get("message") or {}).get("usage"), reset=True)
+            self._usage(_table(chunk.get("message")).get("usage"), reset=True)
         elif kind == "content_block_start":
             out = self._block_start(index, _table(chunk.get("content_block")))
         elif kind == "content_block_delta":
@@ -222,12 +224,14 @@ class MessagesAssembler(StreamAssembler):
         elif kind in ("message_delta", "message"):
             if kind == "message":  # a server that ignored stream=true: the whole message at once
                 self._usage(chunk.get("usage"), reset=True)
-                for pos, block in enumerate(chunk.get("content") or []):
+                content = chunk.get("content")
+                for pos, block in enumerate(content if isinstance(content, list) else []):
                     out += self._block_start(("m", pos), _table(block))
             reason = _table(chunk.get("delta") if kind == "message_delta" else chunk).get(
                 "stop_reason"
             )
             if reason:
+                reason = as_text(reason)
                 self.finish_reason = FINISH.get(reason, reason)
             if kind == "message_delta":
                 self._usage(chunk.get("usage"))

@@ -150,6 +150,10 @@ class Meter:
         self._total = Usage()
         self._unknown: str | None = None  # why the run's cost is unknown, for --max-cost
         self._failures = 0  # calls that failed without reporting usage
+        # calls in flight (concurrent subagents), each reserved at its caller's last call's
+        # cost, so that together they cannot start past the budget (README "Cost")
+        self._last: dict[Any, float] = {}
+        self._flight: dict[Any, float] = {}
 
     def price(self, label: str, model: str) -> Price | None:
         return find_price(label, model, self.prices)
@@ -161,19 +165,32 @@ class Meter:
         if self.price(label, model) is None:
             raise UsageError(missing_price(label))
 
-    def check(self, label: str, model: str) -> None:
-        """Before a model call: exit 4 once the run's cost has reached --max-cost."""
+    def check(self, label: str, model: str, caller: Any = None) -> None:
+        """Before a model call: exit 4 once the run's cost has reached --max-cost, or, while
+        other calls are in flight (concurrent subagents), when they and this call (each
+        estimated at its caller's last call, else the run's largest) could pass it."""
         if self.max_cost is None:
             return
         self.require(label, model)
+        key = (caller, threading.get_ident())
         with self._lock:
-            unknown, spent = self._unknown, self._total.cost
+            unknown, spent = self._unknown, self._total.cost or 0.0
+            estimate = self._last.get(caller, max(self._last.values(), default=0.0))
+            flying = sum(self._flight.values())
+            alone = spent < self.max_cost and not flying  # as before: while under budget
+            if unknown is None and (alone or spent + flying + estimate < self.max_cost):
+                self._flight[key] = estimate
+                return
         if unknown is not None:  # calls were made: a limit reached (exit 4), not a usage error
             raise LimitReached(f"{unknown}; no further model call is made (--max-cost)")
-        if spent is not None and spent >= self.max_cost:
+        if spent >= self.max_cost:
             raise CostLimit(money(spent), money(self.max_cost))
+        raise LimitReached(
+            f"cost limit reached ({money(spent)} spent and about {money(flying + estimate)} "
+            f"in calls running or due, of {money(self.max_cost)})"
+        )
 
-    def record(self, label: str, model: str, usage: Usage | None) -> Usage:
+    def record(self, label: str, model: str, usage: Usage | None, caller: Any = None) -> Usage:
         """Add one call; fill in its cost from the price unless the provider reported one.
         A call that reported no usage at all has an unknown cost."""
         call = usage if usage is not None else Usage(calls=1)
@@ -182,6 +199,9 @@ class Meter:
             if price is not None:
                 call.cost = price.cost(call)
         with self._lock:
+            self._flight.pop((caller, threading.get_ident()), None)
+            if call.cost is not None:
+                self._last[caller] = call.cost
             self._calls.append(call)
             self._total.add(call)
             if call.cost is None and self._unknown is None:
@@ -192,10 +212,11 @@ class Meter:
                 )
         return call
 
-    def failed(self, label: str, model: str) -> None:
+    def failed(self, label: str, model: str, caller: Any = None) -> None:
         """A call that failed for good without reporting usage: its cost is unknown (shown as
         unknown, never as 0), though --max-cost still counts what the other calls cost."""
         with self._lock:
+            self._flight.pop((caller, threading.get_ident()), None)
             self._calls.append(Usage(calls=1))
             self._failures += 1
 

@@ -168,7 +168,7 @@ class Transport:
         body = self.payload(messages, tools, **extra)
         trace = self.trace if not mark else lambda record: self.trace({**record, **mark})
         if self.meter is not None:  # before every model call: the budget may be spent
-            self.meter.check(self.config.label, self.config.model)
+            self.meter.check(self.config.label, self.config.model, id(self))
         for attempt in range(1, ATTEMPTS + 1):
             asm = self.assembler()
             started = time.monotonic()
@@ -224,12 +224,12 @@ class Transport:
 
     def _record(self, usage: Usage | None) -> None:
         if self.meter is not None:
-            self.meter.record(self.config.label, self.config.model, usage)
+            self.meter.record(self.config.label, self.config.model, usage, id(self))
 
     def _failed(self, asm: StreamAssembler) -> None:
         """The call failed for good without reporting usage: its cost is unknown, not 0."""
         if self.meter is not None and asm.usage is None:
-            self.meter.failed(self.config.label, self.config.model)
+            self.meter.failed(self.config.label, self.config.model, id(self))
 
     def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
         """The request as the trace keeps it. What this transport's previous request already

@@ -154,15 +154,18 @@ def open_file(path: Path, flags: int, create: bool = False) -> int:
         return fd
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The whole file, or None when it does not exist."""
+def read_bytes(path: Path, limit: int | None = None) -> bytes | None:
+    """The whole file, or None when it does not exist; over `limit` bytes it is refused."""
     try:
         fd = open_file(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
         with os.fdopen(fd, "rb") as f:
-            return f.read()
+            data = f.read() if limit is None else f.read(limit + 1)
+            if limit is not None and len(data) > limit:
+                raise refused(path, f"it is over {limit} bytes")
+            return data
     except OSError as e:
         raise refused(path, _why(e)) from e
 

@@ -7,6 +7,15 @@ import math
 from typing import Any
 
 
+def finite_meta(meta: dict[str, Any], path: Any, warnings: list[str] | None) -> dict[str, Any]:
+    """meta.json's object without its non-finite numbers, with a warning naming them."""
+    bad: list[str] = []
+    meta = finite(meta, "", bad)
+    if bad and warnings is not None:
+        warnings.append(f"{path}: {', '.join(bad)} not a finite number; ignored")
+    return meta
+
+
 def finite(value: Any, where: str, bad: list[str]) -> Any:
     """`value` without numbers outside finite range (1e999 is read as infinity), each named
     in `bad`: such a field is taken as absent, never written back."""

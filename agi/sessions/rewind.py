@@ -135,7 +135,7 @@ def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -
     $AGI_HOME are never touched."""
     plan, owner, keep_out = Plan(), owner_of(session_path), (session_path, home)
     since = [t for t in turns if t.number >= number]
-    covered: list[tuple[Shadow, set[str], set[str]]] = []  # shadow, target paths, skipped
+    covered: list[tuple[Shadow, set[str]]] = []  # the paths the snapshots speak for
     for cwd in dict.fromkeys(t.cwd for t in since if t.tree):
         mine = [t for t in since if t.cwd == cwd]
         first = next(t for t in mine if t.tree)
@@ -150,8 +150,10 @@ def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -
         skipped = set(first.skipped) | set(now.skipped)
         changes = [c for c in shadow.changes(first.tree, now.tree) if c.path not in skipped]
         plan.groups.append((shadow, first.tree, changes))
-        inside = set(shadow.git(["ls-tree", "-r", "-z", "--name-only", first.tree]).split(b"\0"))
-        covered.append((shadow, {os.fsdecode(p) for p in inside if p}, skipped))
+        # a file in neither tree (ignored, over 5 MB, in a nested repository) is Write's and
+        # Edit's to restore
+        known = _names(shadow, first.tree) | _names(shadow, now.tree)
+        covered.append((shadow, known - skipped))
         plan.others |= _others(shadow, mine, now.tree)
     seen: set[str] = set()
     for turn in since:
@@ -179,15 +181,15 @@ def _inside(path: str, dirs: tuple[Path, ...]) -> bool:
     return any(path.startswith(os.path.realpath(d).rstrip("/") + "/") for d in dirs)
 
 
-def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str], set[str]]]) -> bool:
-    for shadow, inside, skipped in covered:
+def _names(shadow: Shadow, tree: str) -> set[str]:
+    out = shadow.git(["ls-tree", "-r", "-z", "--name-only", tree]).split(b"\0")
+    return {os.fsdecode(p) for p in out if p}
+
+
+def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str]]]) -> bool:
+    for shadow, known in covered:
         root = shadow.workdir.rstrip("/") + "/"
-        if not path.startswith(root):
-            continue
-        rel = path[len(root) :]
-        if rel in inside:
-            return True
-        if rel not in skipped and rel not in shadow.ignored([rel]):
+        if path.startswith(root) and path[len(root) :] in known:
             return True
     return False
 

@@ -62,14 +62,14 @@ def line_digest(line: bytes) -> str:
 
 
 def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(6).hex()  # many per second
 
 
 def read_meta(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
     """A session's meta.json as an object; anything else (damaged, a list, a number) is empty,
     with a warning."""
     try:
-        raw = read_bytes(path / "meta.json")
+        raw = read_bytes(path / "meta.json", limit=16 << 20)  # larger: damaged, not read
     except UsageError as e:
         if warnings is not None:
             warnings.append(str(e))
@@ -84,13 +84,9 @@ def read_meta(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
         if warnings is not None:
             warnings.append(f"{path / 'meta.json'} is damaged (not a JSON object); rewriting it")
         return {}
-    from agi.sessions.finite import finite
+    from agi.sessions.finite import finite_meta
 
-    bad: list[str] = []
-    meta = finite(meta, "", bad)
-    if bad and warnings is not None:
-        warnings.append(f"{path / 'meta.json'}: {', '.join(bad)} not a finite number; ignored")
-    return meta
+    return finite_meta(meta, path / "meta.json", warnings)
 
 
 def parse_line(line: bytes) -> Any:
@@ -218,7 +214,7 @@ class Session:
         self.meta = read_meta(self.path, self.warnings)
         self.messages, self.view_start, self.hidden, self.visible = [], 0, set(), None
         at: list[int] = []  # the line index of each message
-        digests: list[str] = []  # and the fingerprint of its line
+        printed: list[str] = []  # and the fingerprint of its line
         for number, line in enumerate(read_lines(self.messages_file), 1):  # a stream
             if line is None:
                 self.warnings.append(f"{self.messages_file}: skipped line {number}: too long")
@@ -236,9 +232,9 @@ class Session:
             if wrong:
                 self.warnings.append(f"{self.messages_file}, line {number}: {wrong}")
             at.append(number - 1)
-            digests.append(line_digest(line))
+            printed.append(line_digest(line))
             self.messages.append(message)
-        self._find_view(digests, at)
+        self._find_view(printed, at)
         self.visible = rewound_view(self.messages, self.hidden)  # section 18
         if repair and ends_open(self.messages_file):
             append_line(self.messages_file, "\n")
@@ -283,7 +279,7 @@ class Session:
         self.messages += [json.loads(line) for line in (head, *copies)]
         return self.messages[self.view_start]
 
-    def _find_view(self, digests: list[str], at: list[int]) -> None:
+    def _find_view(self, printed: list[str], at: list[int]) -> None:
         """Set view_start to the last complete record; hide unfinished ones and their copies.
         A record without digests (written by hand, or by another tool) is taken as it is."""
         for index, message in enumerate(self.messages):
@@ -299,7 +295,7 @@ class Session:
                 line = at[index] + n
                 if index + n >= len(at) or at[index + n] != line:
                     break
-                if digests[index + n] != digest:
+                if printed[index + n] != digest:  # the fingerprint of the line it is on
                     break
                 copies = n
             if copies == len(digests):
@@ -392,11 +388,11 @@ def session_size(path: Path) -> int:
 def iter_sessions(home: Path) -> Iterator[Path]:
     """Sessions in the index that still exist, most recently used first, each once."""
     try:
-        raw = read_bytes(home / "index.jsonl") or b""
+        lines = [line for line in read_lines(home / "index.jsonl") if line is not None]
     except UsageError:
         return
     seen: set[str] = set()
-    for line in reversed(raw.decode("utf-8", "replace").splitlines()):
+    for line in reversed(lines):
         try:
             path = json.loads(line)["path"]
         except (ValueError, KeyError, TypeError):

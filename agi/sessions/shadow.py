@@ -24,10 +24,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agi.sessions.files import append_bytes, make_private_dir, read_bytes
+from agi.sessions.files import append_bytes, make_private_dir, read_bytes, replace_file
 
 MAX_FILE = 5 * 1024 * 1024
 MAX_FILES = 50_000
+ADD_LISTED = 2_000  # more changed files than this: `git add -A` over the whole tree
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 CONFIG = """[core]
 \trepositoryformatversion = 0
@@ -117,13 +118,9 @@ class Shadow:
         return env
 
     def git(self, args: list[str], data: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
-        extra = []
-        exclude = Path(self.workdir) / ".git" / "info" / "exclude"
-        if exclude.is_file():  # the project's own excludes are read, never written
-            extra = ["-c", f"core.excludesFile={exclude}"]
         try:
             done = subprocess.run(
-                ["git", *extra, *args],
+                ["git", *args],
                 input=data,
                 capture_output=True,
                 cwd=self.workdir,
@@ -166,6 +163,10 @@ class Shadow:
             finally:
                 shutil.rmtree(building, ignore_errors=True)
         self.tidy()
+        wanted = project_excludes(self.workdir)
+        exclude = self.dir / "info" / "exclude"
+        if (read_bytes(exclude) or b"") != wanted:  # the same for every session here
+            replace_file(exclude, wanted)
 
     def tidy(self) -> None:
         """Locks and temporary files of a killed run (we hold the session's lock: ours)."""
@@ -193,9 +194,6 @@ class Shadow:
         many files the snapshot will hold; TooMany past MAX_FILES (the listing stops there)."""
         args = ["git", "ls-files", "-z", "-t", "-m", "-o", "--exclude-standard", "--", "."]
         args += [f":(exclude,literal){p}" for p in self.keep_out]
-        exclude = Path(self.workdir) / ".git" / "info" / "exclude"
-        if exclude.is_file():
-            args[1:1] = ["-c", f"core.excludesFile={exclude}"]
         try:
             proc = subprocess.Popen(
                 args,
@@ -219,27 +217,39 @@ class Shadow:
                 proc.kill()
             proc.stdout.close()
             proc.wait()
-        return [os.fsdecode(p[2:]) for p in b"".join(chunks).split(b"\0") if p], count
+        # each entry: "? PATH" (new) or "C PATH" (in the index, changed or gone)
+        return [os.fsdecode(p) for p in b"".join(chunks).split(b"\0") if p], count
 
     def snapshot(self) -> Snapshot:
+        """The work tree now, as a tree object. One walk of the tree (`listing`); then only
+        the files it found changed or new are added (all of them the first time)."""
         self.ensure()
+        fresh = not self.index.exists()
         changed, files = self.listing()
-        big = []
-        for rel in changed:
+        big, indexed = [], []  # over MAX_FILE; of those, the ones the index holds
+        for entry in changed:
+            rel = entry[2:]
             try:
                 st = os.lstat(os.path.join(self.workdir, rel))
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE:
                 big.append(rel)
-        specs = [".", *(f":(exclude,literal){p}" for p in [*big, *self.keep_out])]
+                if not entry.startswith("?"):
+                    indexed.append(rel)
         pathspec = ["--pathspec-from-file=-", "--pathspec-file-nul"]
-        if len(specs) > 1:
+        skip = set(big)  # and nested repositories (`dir/`): a gitlink at most, never restored
+        some = [e[2:] for e in changed if e[2:] not in skip and not e.endswith("/")]
+        try:
+            if fresh or len(some) > ADD_LISTED:
+                raise ShadowError("add them all")
+            if some:  # a file gone since the listing fails this: then the whole tree
+                self.git(["add", "-A", *pathspec], _nul([f":(literal){p}" for p in some]))
+        except ShadowError:
+            specs = [".", *(f":(exclude,literal){p}" for p in [*big, *self.keep_out])]
             self.git(["add", "-A", *pathspec], _nul(specs), ok=(0, 1))
-        else:
-            self.git(["add", "-A"], ok=(0, 1))
-        if big:
-            literal = [f":(literal){p}" for p in big]
+        if indexed:  # grown past the limit since the last snapshot: out of it now
+            literal = [f":(literal){p}" for p in indexed]
             self.git(["rm", "-q", "--cached", "--ignore-unmatch", *pathspec], _nul(literal))
         tree = self.git(["write-tree"]).decode().strip()
         return Snapshot(tree, big, files)
@@ -261,13 +271,6 @@ class Shadow:
             if not self.kept_out(os.fsdecode(path)):
                 found.append(Change(status[0], os.fsdecode(path), mode, sha))
         return found
-
-    def ignored(self, paths: list[str]) -> set[str]:
-        """Which of `paths` (relative) the work tree's ignore rules leave out."""
-        if not paths:
-            return set()
-        out = self.git(["check-ignore", "-z", "--no-index", "--stdin"], _nul(paths), ok=(0, 1))
-        return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
     def restore(self, tree: str, changes: list[Change]) -> tuple[list[str], list[str]]:
         """Bring the files of `changes` back to tree `tree`: created ones removed, the others
@@ -312,13 +315,15 @@ class Blobs:
     """`git cat-file --batch`, one blob at a time."""
 
     def __init__(self, shadow: Shadow):
-        self.shadow, self.proc = shadow, None
+        self.shadow = shadow
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Blobs:
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
             self.proc.stdin.close()
             self.proc.stdout.close()
             self.proc.wait()
@@ -334,6 +339,7 @@ class Blobs:
                 env=self.shadow.env(),
             )
         proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(sha.encode() + b"\n")
         proc.stdin.flush()
         head = proc.stdout.readline().split()
@@ -342,6 +348,38 @@ class Blobs:
         data = proc.stdout.read(int(head[2]))
         proc.stdout.read(1)
         return data
+
+
+def project_excludes(workdir: str) -> bytes:
+    """What the project ignores beyond the work tree's own .gitignore files, read (never
+    written): its `.git/info/exclude` and, when the working directory lies inside a git work
+    tree, the unanchored patterns of the `.gitignore` files above it (`node_modules/`, `*.o`)."""
+    lines: list[bytes] = []
+    here, above = workdir, []
+    while not os.path.exists(os.path.join(here, ".git")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return _read_lines(os.path.join(workdir, ".git", "info", "exclude"))
+        here = parent
+        above.append(here)
+    for folder in reversed(above):
+        for line in _read_lines(os.path.join(folder, ".gitignore")).splitlines():
+            pattern = line.strip().lstrip(b"!").rstrip(b"/")
+            if pattern and not line.startswith(b"#") and b"/" not in pattern:
+                lines.append(line)
+    own = _read_lines(os.path.join(here, ".git", "info", "exclude"))
+    if not above:
+        return own
+    lines += [x for x in own.splitlines() if b"/" not in x.strip().lstrip(b"!").rstrip(b"/")]
+    return b"".join(x + b"\n" for x in lines)
+
+
+def _read_lines(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1 << 20)
+    except OSError:
+        return b""
 
 
 def checked_path(workdir: str, rel: str) -> str:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agi.errors import AgiError, Interrupted, LimitReached
+from agi.errors import AgiError, Interrupted, LimitReached, ProviderError
 from agi.messages import COMPACTION
 from agi.prompts import sections
-from agi.providers.errors import is_too_long, stated_window
+from agi.providers.errors import is_too_long, stated_window, too_long
 from agi.sessions.estimate import BYTES_PER_TOKEN, text_size
 from agi.sessions.estimate import estimate as estimate_tokens
 
@@ -191,10 +191,8 @@ def summarise(ask: Ask, parts: list[str], focus: str = "") -> str:
         except (Interrupted, LimitReached):
             raise
         except Exception as e:
-            too_long = getattr(e, "too_long", False) or is_too_long(
-                getattr(e, "status", None), str(e)
-            )
-            raise SummaryFailed(f"the summary request failed: {e}", bool(too_long)) from e
+            refused = too_long(e) if isinstance(e, ProviderError) else is_too_long(None, str(e))
+            raise SummaryFailed(f"the summary request failed: {e}", refused) from e
         if not isinstance(reply, str) or not reply.strip():
             raise SummaryFailed("the model's summary was empty")
         summary = reply.strip()

@@ -4,7 +4,8 @@ Keys accumulate until Enter: `r` sent once and `m x<Enter>` later is the line `r
 readline editing keys are applied (backspace, delete, left/right, home/end, C-a C-e C-b C-f C-u
 C-k C-w, C-c); keys whose effect depends on state the judge cannot see (Tab completion, history,
 yank, Meta keys, other escapes and control characters) make the line unreadable, and an
-unreadable line is judged as a line no rule can vouch for (CONTRACT section 20).
+unreadable line is judged as a line no rule can vouch for (CONTRACT section 20), as is a line
+with history expansion (`!!`, `!-2`, `^old^new`), which brings back what was typed before.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from agi.tools.keys import key
 UNREADABLE = "\x00"  # a line the judge cannot replay; agi.claude.bash_parse never vouches for it
 MARK = "\x00typed:"  # Terminal.canonical: the lines a send completes, given to the judge
 _KEY = re.compile(r"<([^<>\s]+)>")
+# an interactive shell's history expansion (`!!`, `!rm`, `^a^b`) runs what earlier lines said
+HISTORY = re.compile(r"![^\s=(]|^\s*\^")
 _ESCAPES = {
     "[D": "left", "OD": "left", "[C": "right", "OC": "right", "[H": "home", "OH": "home",
     "[1~": "home", "[7~": "home", "[F": "end", "OF": "end", "[4~": "end", "[8~": "end",
@@ -66,7 +69,7 @@ class LineEditor:
             ch = data[at]
             at += 1
             if ch in "\r\n":
-                done.append(UNREADABLE if self.lost else self.text)
+                done.append(UNREADABLE if self.lost or HISTORY.search(self.text) else self.text)
                 self.text, self.cursor, self.lost = "", 0, False
             elif ch == "\x1b":
                 seq = re.match(r"\[[0-9;]*[~A-Za-z]|O[A-Za-z]", data[at:])

@@ -22,7 +22,7 @@ def new_token() -> str:
 def marked(token: str) -> list[int]:
     """The processes whose environment carries `AGI_JOB=token` (never agi itself)."""
     needle = f"{MARK}={token}".encode()
-    found = []
+    found: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agi.frontends.acp_files import through_editor
-from agi.frontends.acp_permissions import EditorAsk, Started
+from agi.frontends.acp.files import through_editor
+from agi.frontends.acp.permissions import EditorAsk, Started
 from agi.run import Run
 
 

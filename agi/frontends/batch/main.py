@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
-from agi.frontends.batch_jobs import Job, done_keys, in_shard, open_input, parse_shard, read_jobs
-from agi.frontends.batch_runner import LocalRuns, Plan, Stop, run_all
-from agi.frontends.batch_shared import Budget, Outcome, Progress, Shared, Writer
+from agi.frontends.batch.jobs import Job, done_keys, in_shard, open_input, parse_shard, read_jobs
+from agi.frontends.batch.runner import LocalRuns, Plan, Stop, run_all
+from agi.frontends.batch.shared import Budget, Outcome, Progress, Shared, Writer
 
 if TYPE_CHECKING:
     import argparse
@@ -45,7 +45,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--{given.replace('_', '-')} needs --batch FILE")
     for name, why in REFUSED.items():
         if getattr(args, name, None):
-            flag = {"cont": "--continue", "prompt": "a PROMPT"}.get(name, "--" + name)
+            flag = {"cont": "--continue", "prompt": "PROMPT words"}.get(name, "--" + name)
             raise UsageError(f"--batch takes no {flag.replace('_', '-')}: {why}")
 
 

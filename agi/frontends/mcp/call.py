@@ -41,9 +41,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         "cwd": {"type": "string", "description": "Working directory for the run's tools."},
         "model": {"type": "string", "description": "provider:model, as agi -m."},
         "schema": {
-            "type": "string",
+            "type": ["string", "object"],
             "description": "Answer with JSON: agi's --schema DSL (e.g. 'name: str, age: int'), "
-            "a JSON Schema literal, or @FILE.",
+            "a JSON Schema (an object, or its text), or @FILE.",
         },
         "exit_code": {
             "type": ["boolean", "string"],
@@ -79,6 +79,11 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "session": {"type": ["string", "null"], "description": "The session directory."},
         "steps": {"type": "integer", "description": "Model calls made."},
         "usage": USAGE_SCHEMA,
+        "verdict": {
+            "type": "object",
+            "description": "Under `exit_code`: the judge's {success, reason}.",
+            "properties": {"success": {"type": "boolean"}, "reason": {"type": "string"}},
+        },
     },
     "required": ["answer", "exit", "session", "steps", "usage"],
 }
@@ -185,7 +190,7 @@ PARSERS: dict[str, Any] = {
     "session": lambda v: Path(_string("session", v)).expanduser(),
     "cwd": lambda v: _string("cwd", v),
     "model": lambda v: _string("model", v),
-    "schema": lambda v: _string("schema", v),
+    "schema": lambda v: json.dumps(v) if isinstance(v, dict) else _string("schema", v),
     "exit_code": _exit_code,
     "sys": _sys,
     "max_steps": lambda v: _number("max_steps", v, integer=True),
@@ -261,19 +266,23 @@ class Outcome:
     session: str | None = None
     steps: int = 0
     usage: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] | None = None  # under exit_code: the judge's success and reason
 
     @property
     def is_error(self) -> bool:
         return self.exit not in (0, 1)
 
     def structured(self) -> dict[str, Any]:
-        return {
+        out = {
             "answer": self.answer,
             "exit": self.exit,
             "session": self.session,
             "steps": self.steps,
             "usage": self.usage or empty_usage(),
         }
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
+        return out
 
 
 def empty_usage() -> dict[str, Any]:

@@ -90,24 +90,15 @@ class EditorAsk:
         return True  # a person is at the editor: Notification hooks fire
 
     def __call__(self, request: Any) -> str | None:
-        from agi.frontends.acp_bridge import Dropped
-
         session = self.session
-        tool_call = session.announce(request.call_id, request.tool, request.input, again=True)
+        tool_call = session.announce(request.call_id, request.tool, request.input)
         call = session.bridge.conn.request_permission(
             session_id=session.id, tool_call=tool_call, options=OPTIONS
         )
-        try:
-            response = session.bridge.call(call)
-        except Dropped:
-            return None
-        except Exception:  # the client failed or went away: nobody answered
-            return None
-        outcome = response.outcome
-        answer = getattr(outcome, "option_id", None)
-        if getattr(outcome, "outcome", None) != "selected" or answer not in [
-            o["optionId"] for o in OPTIONS
-        ]:
+        answer = self.answer(call)
+        if answer not in ("allow_once", "allow_always"):
+            session.rejected.add(request.call_id)
+        if answer is None:
             return None
         if answer in ("allow_always", "reject_always"):
             from agi.claude.guard import LEARNED
@@ -117,6 +108,22 @@ class EditorAsk:
             kind = "allow" if answer == "allow_always" else "deny"
             session.learned.append(parse_rule(request.suggestion, kind, LEARNED, session.cwd))
         return str(answer)
+
+    def answer(self, call: Any) -> str | None:
+        """The option the person chose; None when nobody answered (dropped, client gone)."""
+        from agi.frontends.acp.bridge import Dropped
+
+        try:
+            response = self.session.bridge.call(call)
+        except Dropped:
+            return None
+        except Exception:  # the client failed or went away: nobody answered
+            return None
+        outcome = response.outcome
+        if getattr(outcome, "outcome", None) == "cancelled":
+            return "reject_once"  # the person dismissed the question: a no, this once
+        answer = getattr(outcome, "option_id", None)
+        return str(answer) if answer in [o["optionId"] for o in OPTIONS] else None
 
 
 class Started:

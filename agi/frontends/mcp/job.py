@@ -12,13 +12,21 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import AgiError, Cancelled
-from agi.frontends.batch_shared import Shared
-from agi.frontends.mcp_call import Call, Limits, Outcome, answer_text, empty_usage, failure
+from agi.frontends.mcp.call import (
+    Call,
+    Limits,
+    Outcome,
+    Refused,
+    answer_text,
+    empty_usage,
+    failure,
+)
 from agi.frontends.render import Silent, describe_input
 
 if TYPE_CHECKING:
@@ -43,7 +51,9 @@ class Base:
         from agi.settings import Settings
 
         settings = Settings.load(layer)
-        settings.warnings.clear()  # shown once, at start
+        for warning in settings.warnings:  # shown once, at start, not with every call
+            sys.stderr.write(f"agi: {warning}\n")
+        settings.warnings.clear()
         limits = Limits(settings.max_steps, settings.timeout, settings.max_cost)
         return cls(layer, settings, limits)
 
@@ -60,9 +70,12 @@ class Base:
             "warnings": [],
         }
         if call.schema is not None:
-            from agi.structured.schema import parse_schema
+            from agi.structured.schema import SchemaError, parse_schema
 
-            changed["schema"] = parse_schema(call.schema)
+            try:
+                changed["schema"] = parse_schema(call.schema)
+            except SchemaError as e:  # one line, naming the call's field
+                raise Refused(" ".join(str(e).replace("--schema", "schema").split())) from None
         if call.exit_code is not None:
             changed["judge"] = judge_criteria(call.exit_code)
         if call.sys is not None:
@@ -79,16 +92,19 @@ class Base:
         return model_for(self.layer, overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=spec))
 
 
-class Lent(Shared):
+class Lent:
     """Transport.shared for the server: each transport borrows an HTTP client (with its open
     connections) from a free list and gives it back when its run ends, so calls reuse
-    connections to the model whatever worker thread runs them, and the pool never holds more
-    clients than calls ever ran at once. The backoff after a 429 is Shared's: every call
-    sending to that endpoint waits."""
+    connections to the model whatever worker thread runs them. A client is never used by two
+    runs at once, so a cancelled run may still shut the sockets it was told of (the next
+    borrower reconnects). After a 429 (or any retry-after) no call sends to that endpoint until
+    the wait asked for is over, as in a batch."""
 
     def __init__(self) -> None:
-        super().__init__()
         self._free: list[Any] = []
+        self._clients: list[Any] = []
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -107,6 +123,27 @@ class Lent(Shared):
             if client.out:  # once: a second close() must not lend it twice
                 client.out = False
                 self._free.append(client)
+
+    def hold(self, url: str, seconds: float, error: Any) -> None:
+        if getattr(error, "status", None) != 429 and getattr(error, "retry_after", None) is None:
+            return
+        with self._lock:
+            self._until[url] = max(self._until.get(url, 0.0), time.monotonic() + seconds)
+
+    def wait(self, url: str, cancelled: threading.Event, deadline: float | None) -> None:
+        while True:
+            with self._lock:
+                left = self._until.get(url, 0.0) - time.monotonic()
+            if deadline is not None:
+                left = min(left, deadline - time.monotonic())
+            if left <= 0 or cancelled.wait(left):
+                return
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients, self._free = self._clients, [], []
+        for client in clients:
+            client.shut()
 
 
 def share_connections() -> Lent:
@@ -204,7 +241,7 @@ class Job:
             self.current = run
             cancelled = self.cancelled
         if cancelled:
-            raise Cancelled("cancelled")
+            raise Cancelled()
         return run
 
     def ask(self, run: Run) -> Outcome:
@@ -216,7 +253,13 @@ class Job:
             return Outcome(line, None, result.exit, session, result.steps, usage)
         schema = run.settings.schema is not None
         text = run.redact(answer_text(result.answer, schema))
-        return Outcome(text, result.answer, result.exit, session, result.steps, usage)
+        verdict = None
+        if result.verdict is not None:
+            reason = run.redact(str(result.verdict.get("reason", "")))
+            verdict = {"success": bool(result.verdict.get("success")), "reason": reason}
+        out = Outcome(text, result.answer, result.exit, session, result.steps, usage)
+        out.verdict = verdict
+        return out
 
     def failed(self, error: AgiError, run: Run | None) -> Outcome:
         session, steps, usage = None, 0, empty_usage()

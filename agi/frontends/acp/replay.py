@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agi.frontends import acp_tools
+from agi.frontends.acp import tools as acp_tools
 from agi.messages import COMPACTION, ToolCall
 
 

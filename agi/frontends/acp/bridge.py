@@ -12,14 +12,14 @@ import threading
 from typing import Any
 
 from agi.errors import ToolError
-from agi.frontends import acp_tools
+from agi.frontends.acp import tools as acp_tools
 from agi.frontends.render import Silent
 from agi.messages import Notice, ReasoningDelta, TextDelta, ToolEnd, ToolStart, UsageEvent
 
 
-def _quiet(future: concurrent.futures.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # a notification to a client that went away: nothing to do
+def _quiet_task(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 class Dropped(Exception):
@@ -32,12 +32,30 @@ class Bridge:
         self.pending: set[concurrent.futures.Future[Any]] = set()
         self.lock = threading.Lock()
         self.closed = False
+        self.queued: list[dict[str, Any]] = []  # updates waiting for the loop
+        self.waking = False  # the loop has been asked to send them
 
     def notify(self, update: dict[str, Any]) -> None:
-        if self.closed:
-            return
-        call = self.conn.session_update(session_id=self.session_id, update=update)
-        asyncio.run_coroutine_threadsafe(call, self.loop).add_done_callback(_quiet)
+        """Queue a `session/update`; one wake-up of the loop sends all that queued meanwhile,
+        in order (and before any request made after them)."""
+        with self.lock:
+            if self.closed:
+                return
+            self.queued.append(update)
+            if self.waking:
+                return
+            self.waking = True
+        try:
+            self.loop.call_soon_threadsafe(self._send_queued)
+        except RuntimeError:  # the loop has ended: the client is gone
+            pass
+
+    def _send_queued(self) -> None:
+        with self.lock:
+            updates, self.queued, self.waking = self.queued, [], False
+        for update in updates:
+            call = self.conn.session_update(session_id=self.session_id, update=update)
+            asyncio.ensure_future(call).add_done_callback(_quiet_task)
 
     def call(self, coroutine: Any) -> Any:
         """Run a request on the loop and wait for its answer; Dropped when it is dropped."""
@@ -45,7 +63,11 @@ class Bridge:
             if self.closed:
                 coroutine.close()
                 raise Dropped()
-            future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+            try:
+                future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+            except RuntimeError:  # the loop has ended: the client is gone
+                coroutine.close()
+                raise Dropped() from None
             self.pending.add(future)
         try:
             return future.result()
@@ -127,9 +149,10 @@ class EditorView(Silent):
         elif isinstance(event, ToolStart):
             self.session.announce(event.call.id, event.call.name, event.input)
         elif isinstance(event, ToolEnd):
-            edit = self.session.edits.pop(event.call.id, None)
+            edit = self.session.edits.get(event.call.id)
             failed = event.is_error or self.session.cancelled.is_set()  # killed by a cancel
             notify(acp_tools.end(event.call.id, event.result, failed, edit))
+            self.session.ended(event.call.id)
         elif isinstance(event, UsageEvent):
             notify(self.session.usage_update(event.usage))
         elif isinstance(event, Notice):

@@ -15,6 +15,17 @@ from typing import Any
 def serve(args: argparse.Namespace, flags: Any) -> int:
     """Serve until stdin closes (exit 0); `flags` is the command line's layer of options, for
     every session. Bad settings are a usage error before anything is served."""
+    from agi.frontends.acp import stdio as acp_stdio
+
+    importing = acp_stdio.import_library()  # meanwhile: the settings, the first message
+    from agi.frontends.acp import server as acp_server
+
+    server = acp_server.Server(args, flags)
+    server.check()  # the model and options resolve now: exit 2 before the editor waits
+    line, rest = acp_stdio.first_line()
+    params = acp_stdio.answer_initialize(line, server.initialized)
+    unread = rest if params is not None else line + rest
+    importing.join()
     try:
         import acp  # noqa: F401
     except ImportError:
@@ -24,12 +35,8 @@ def serve(args: argparse.Namespace, flags: Any) -> int:
             "--acp needs the agent-client-protocol package "
             "(pip install 'agi-cli[acp]', or pip install agent-client-protocol)"
         ) from None
-    from agi.frontends import acp_server
-
-    server = acp_server.Server(args, flags)
-    server.check()  # the model and options resolve now: exit 2 before the editor waits
     try:
-        asyncio.run(server.main())
+        asyncio.run(server.main(unread))
     except KeyboardInterrupt:
         pass
     finally:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agi.errors import AgiError
-from agi.frontends.batch_jobs import Job
-from agi.frontends.batch_shared import Budget, BudgetSpent, JobMeter, Outcome
+from agi.frontends.batch.jobs import Job
+from agi.frontends.batch.shared import Budget, BudgetSpent, JobMeter, Outcome
 from agi.frontends.render import Silent
 
 if TYPE_CHECKING:
@@ -201,9 +201,8 @@ class LocalRuns:
         run = None
         try:
             settings = self.plan.settings(job)
-            run = Run(settings, started=time.monotonic(), view=JobView(job))
             meter = JobMeter(settings.prices, settings.max_cost, self.budget)
-            run.meter = run.ctx.meter = meter
+            run = Run(settings, started=time.monotonic(), view=JobView(job), meter=meter)
             with self._lock:
                 self.running[job.index] = run
             if stop.hard.is_set():

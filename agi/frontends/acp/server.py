@@ -15,8 +15,8 @@ from typing import Any
 
 from agi import __version__
 from agi.errors import AgiError, UsageError
-from agi.frontends import acp_text as front
-from agi.frontends.acp_permissions import MODES, modes_state
+from agi.frontends.acp import text as front
+from agi.frontends.acp.permissions import MODES, modes_state
 
 NOT_FOUND = -32002  # ACP's "resource not found": an unknown session
 INVALID = -32602
@@ -65,7 +65,7 @@ class Server:
         return settings
 
     def make_run(self, settings: Any, view: Any, session: Any) -> Any:
-        from agi.frontends.acp_run import EditorRun
+        from agi.frontends.acp.turn import EditorRun
 
         return EditorRun(settings, time.monotonic(), view=view, editor=session)
 
@@ -126,33 +126,28 @@ class Server:
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
-    async def initialize(
-        self,
-        protocol_version: int,
-        client_capabilities: Any = None,
-        client_info: Any = None,
-        **_: Any,
-    ) -> Any:
-        fs = getattr(client_capabilities, "fs", None)
-        self.fs = (
-            bool(getattr(fs, "read_text_file", False)),
-            bool(getattr(fs, "write_text_file", False)),
-        )
+    def initialized(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The answer to `initialize` (JSON): agi's capabilities; the client's are kept."""
+        fs = (params.get("clientCapabilities") or {}).get("fs") or {}
+        self.fs = (fs.get("readTextFile") is True, fs.get("writeTextFile") is True)
+        return {
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"embeddedContext": True},
+                "mcpCapabilities": {"http": True, "sse": True},
+                "sessionCapabilities": {"list": {}},
+            },
+            "agentInfo": {"name": "agi", "title": "agi", "version": __version__},
+            "authMethods": [],
+        }
+
+    async def initialize(self, protocol_version: int, **params: Any) -> Any:
         from acp.schema import InitializeResponse
 
-        return InitializeResponse.model_validate(
-            {
-                "protocolVersion": 1,
-                "agentCapabilities": {
-                    "loadSession": True,
-                    "promptCapabilities": {"embeddedContext": True},
-                    "mcpCapabilities": {"http": True, "sse": True},
-                    "sessionCapabilities": {"list": {}},
-                },
-                "agentInfo": {"name": "agi", "title": "agi", "version": __version__},
-                "authMethods": [],
-            }
-        )
+        caps = params.get("client_capabilities")
+        given = {"clientCapabilities": caps.model_dump(by_alias=True) if caps else {}}
+        return InitializeResponse.model_validate(self.initialized(given))
 
     async def authenticate(self, method_id: str, **_: Any) -> Any:
         return None
@@ -175,7 +170,7 @@ class Server:
     ) -> Any:
         from acp.schema import LoadSessionResponse
 
-        from agi.frontends.acp_replay import replay
+        from agi.frontends.acp.replay import replay
 
         try:
             path = front.known_session(session_id)
@@ -239,7 +234,7 @@ class Server:
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> Any:
         from acp.schema import PromptResponse
 
-        from agi.frontends.acp_session import Failed
+        from agi.frontends.acp.session import Failed
 
         session = self._session(session_id)
         if session.busy:
@@ -278,7 +273,7 @@ class Server:
         return session
 
     async def _open(self, path: Path, cwd: str, mcp_servers: Any, loaded: bool) -> Any:
-        from agi.frontends.acp_session import EditorSession
+        from agi.frontends.acp.session import EditorSession
 
         session = EditorSession(self, path, cwd, mcp_sources(mcp_servers), loaded)
         try:
@@ -303,12 +298,15 @@ class Server:
         except Exception:
             pass
 
-    async def main(self) -> None:
+    async def main(self, unread: bytes = b"") -> None:
         from acp import run_agent
 
+        from agi.frontends.acp.stdio import streams
+
         self.loop = asyncio.get_running_loop()
+        reader, writer = await streams(unread)
         try:
-            await run_agent(self)
+            await run_agent(self, writer, reader)
         finally:
             for session in list(self.sessions.values()):
                 session.close()  # the client is gone: stop every turn, drop every question

@@ -17,13 +17,14 @@ hook or stray print writes can reach the protocol stream.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi import __version__
-from agi.frontends.mcp_call import (
+from agi.frontends.mcp.call import (
     DESCRIPTION,
     INPUT_SCHEMA,
     OUTPUT_SCHEMA,
@@ -35,7 +36,7 @@ from agi.frontends.mcp_call import (
 )
 
 if TYPE_CHECKING:
-    from agi.frontends.mcp_job import Base
+    from agi.frontends.mcp.job import Base
 
 TOOL = "agi"
 CANCEL_GRACE = 5.0  # seconds a cancelled run has to end before its worker is left behind
@@ -124,20 +125,24 @@ async def serve_call(calls: Calls, call: Call, ctx: Any, started: float) -> Outc
 
     if call.session is None:
         return await in_worker(calls, call, ctx, started)
-    lock = calls.lock_for(call.session)
+    key = Path(os.path.realpath(call.session))  # one lock however the directory is named
+    lock = calls.lock_for(key)
     try:
         with anyio.move_on_after(call.timeout if call.timeout else float("inf")) as waited:
             await lock.acquire()
         if waited.cancelled_caught:
-            from agi.errors import TimeLimit
+            from agi.errors import LimitReached
 
-            return failure(TimeLimit(call.timeout or 0), str(call.session))
+            why = f"time limit reached: {call.timeout:g} s waiting for another call on the session"
+            out = failure(LimitReached(why))  # the session is untouched: no "is kept" here
+            out.session = str(call.session)
+            return out
         try:
             return await in_worker(calls, call, ctx, started)
         finally:
             lock.release()
     finally:
-        calls.done_with(call.session)
+        calls.done_with(key)
 
 
 async def in_worker(calls: Calls, call: Call, ctx: Any, started: float) -> Outcome:
@@ -146,7 +151,7 @@ async def in_worker(calls: Calls, call: Call, ctx: Any, started: float) -> Outco
     import anyio
     import anyio.from_thread
 
-    from agi.frontends.mcp_job import Job
+    from agi.frontends.mcp.job import Job
 
     ended = threading.Event()
     sent = 0
@@ -177,11 +182,11 @@ async def in_worker(calls: Calls, call: Call, ctx: Any, started: float) -> Outco
         raise
 
 
-NOT_WITH = {  # options that mean nothing to a server: each call names its own
-    "prompt": "a prompt (each call gives its own)",
-    "session": "-s/--session (each call names its session)",
-    "cont": "-c/--continue",
-    "fork": "--fork",
+NOT_WITH = {  # what means nothing to a server: each call names its own prompt and session
+    "prompt": "prompt: each call gives its own",
+    "session": "-s/--session: each call names its session",
+    "cont": "-c/--continue: each call names its session",
+    "fork": "--fork: each call names its session",
     "repl": "-i/--repl",
     "compact": "--compact",
     "list_extensions": "--list-extensions",
@@ -193,7 +198,7 @@ def main(args: Any) -> int:
     """`agi --mcp-serve [OPTIONS]`: the options resolved once (a bad one is exit 2 now), then
     the server until stdin closes."""
     from agi.frontends.flags import flags_layer
-    from agi.frontends.mcp_job import Base
+    from agi.frontends.mcp.job import Base
 
     for name, what in NOT_WITH.items():
         if getattr(args, name, None):
@@ -213,7 +218,7 @@ def serve(base: Base) -> int:
 async def _serve(base: Base) -> None:
     from mcp.server.stdio import stdio_server
 
-    from agi.frontends.mcp_job import share_connections
+    from agi.frontends.mcp.job import share_connections
 
     server = make_server(Calls(base))
     pool = share_connections()

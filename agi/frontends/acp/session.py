@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import AgiError, Cancelled, StepLimit
-from agi.frontends import acp_tools
-from agi.frontends.acp_bridge import Bridge, EditorFiles, EditorView
-from agi.frontends.acp_permissions import SessionRules
+from agi.frontends.acp import tools as acp_tools
+from agi.frontends.acp.bridge import Bridge, EditorFiles, EditorView
+from agi.frontends.acp.permissions import SessionRules
 
 
 class Failed(Exception):
@@ -43,7 +43,8 @@ class EditorSession:
         self.busy = False
         self.cancelled = threading.Event()
         self.edits: dict[str, Any] = {}  # call id -> the diff of a Write or Edit
-        self.announced: dict[str, dict[str, Any]] = {}
+        self.announced: dict[str, dict[str, Any]] = {}  # calls told of and not yet ended
+        self.rejected: set[str] = set()  # calls the person said no to
         self.prior_cost = 0.0  # what the session cost before this process served it
         self.started_hooks = False
 
@@ -99,7 +100,10 @@ class EditorSession:
                 outcome: Any = self.turn(text)
             except BaseException as e:  # handed to the loop, raised there
                 outcome = e
-            loop.call_soon_threadsafe(_settle, done, outcome)
+            try:
+                loop.call_soon_threadsafe(_settle, done, outcome)
+            except RuntimeError:  # the loop is gone: the client went away mid-turn
+                pass
 
         self.busy = True
         self.cancelled.clear()
@@ -111,12 +115,14 @@ class EditorSession:
             self.busy = False
 
     def turn(self, text: str) -> str:
-        if self.stale or self.run is None:
-            self.build()
-        run = self.run
-        for transport in run.ctx.transports:  # a cancelled turn's transports serve again
-            transport.cancelled.clear()
         try:
+            if self.stale or self.run is None:
+                self.build()
+            run = self.run
+            for transport in run.ctx.transports:  # a cancelled turn's transports serve again
+                transport.cancelled.clear()
+            if self.cancelled.is_set():  # cancelled while the run was being built
+                return "cancelled"
             return self._turn(run, text)
         except Cancelled:
             return "cancelled"
@@ -125,10 +131,10 @@ class EditorSession:
         except AgiError as e:
             if self.cancelled.is_set():
                 return "cancelled"
-            raise Failed(run.redact(str(e)), e.exit_code) from e
+            message = self.run.redact(str(e)) if self.run is not None else str(e)
+            raise Failed(message, e.exit_code) from e
         finally:
-            self.edits.clear()
-            self.announced.clear()
+            self.close_calls()
 
     def _turn(self, run: Any, text: str) -> str:
         from agi.claude.commands import first_word
@@ -183,9 +189,7 @@ class EditorSession:
 
     # --- what the editor is told -------------------------------------------------------------
 
-    def announce(
-        self, call_id: str, name: str, input: dict[str, Any], again: bool = False
-    ) -> dict[str, Any]:
+    def announce(self, call_id: str, name: str, input: dict[str, Any]) -> dict[str, Any]:
         """The `tool_call` of a call (once): title, kind, locations, raw input, its diff."""
         known = self.announced.get(call_id)
         if known is None:
@@ -196,6 +200,21 @@ class EditorSession:
             self.announced[call_id] = known
             self.bridge.notify(known)
         return {k: v for k, v in known.items() if k != "sessionUpdate"}
+
+    def ended(self, call_id: str) -> None:
+        self.announced.pop(call_id, None)
+        self.edits.pop(call_id, None)
+
+    def close_calls(self) -> None:
+        """At the end of a turn, the calls announced and never ended (a subagent's, which
+        asked): they ran inside the subagent, whose result the model has."""
+        for call_id in list(self.announced):
+            failed = self.cancelled.is_set() or call_id in self.rejected
+            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+            self.bridge.notify({**update, "status": "failed" if failed else "completed"})
+        self.announced.clear()
+        self.edits.clear()
+        self.rejected.clear()
 
     def started(self, call_id: str) -> None:
         if call_id in self.announced:

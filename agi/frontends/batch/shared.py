@@ -119,14 +119,14 @@ class JobMeter(Meter):
         super().__init__(prices, max_cost)
         self.budget = budget
 
-    def check(self, label: str, model: str) -> None:
-        super().check(label, model)
+    def check(self, label: str, model: str, caller: Any = None) -> None:
+        super().check(label, model, caller)
         error = self.budget.reached()
         if error is not None:
             raise error
 
-    def record(self, label: str, model: str, usage: Usage | None) -> Usage:
-        call = super().record(label, model, usage)
+    def record(self, label: str, model: str, usage: Usage | None, caller: Any = None) -> Usage:
+        call = super().record(label, model, usage, caller)
         self.budget.add(call)
         return call
 
