@@ -127,6 +127,9 @@ class Agent:
                     }
                 )
                 self.session.append(tool_result(r.call.id, r.text + self._repeat_note(r.call)))
+            woken = self.lifecycle.woken() if self.lifecycle is not None else None
+            if woken:  # an asyncRewake hook reported while the agent worked
+                self.session.append(user(woken))
         raise StepLimit(self.max_steps)
 
     def _ask(self) -> Generator[Any, None, Reply]:

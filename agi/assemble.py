@@ -78,6 +78,7 @@ def assemble(
         stop = "SubagentStop" if agent_type else "Stop"
         lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
         lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
+        lifecycle.cwd = ctx.cwd  # hooks see the run's cwd (an MCP call's may differ from ours)
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
     system = system_text(settings, settings.system, tools)

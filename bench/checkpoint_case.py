@@ -147,7 +147,8 @@ def main() -> int:
         }
     print(json.dumps(report, indent=1))
     if "--save" in sys.argv:
-        kind = "checkpoints-project" if os.environ.get("AGI_BENCH_PROJECT") else "checkpoints"
+        project = os.environ.get("AGI_BENCH_PROJECT")
+        kind = f"checkpoints-{Path(project).name}" if project else "checkpoints"
         out = HERE / "results" / f"{time.strftime('%Y-%m-%d')}-{kind}.json"
         out.write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -181,6 +181,26 @@ def test_conversation_rewind_is_an_appended_record(agi, project, tmp_path):
     assert listed["turns"][1]["files"] == ["x.txt"] and listed["rewinds"] == 2
 
 
+def test_a_rewind_across_a_compaction(agi, tmp_path):
+    """The view after a rewind is the view the session had before that turn's prompt, a
+    compaction record and its kept copies included; rewinding past it brings the full history."""
+    session, work = tmp_path / "s", tmp_path
+    for prompt in ("one", "two"):
+        turn(agi, work, session, prompt=prompt)
+    with FakeModel(text("SUMMARY of one and two.")) as server:
+        r = agi("--compact", "-s", str(session), server=server)
+    assert r.returncode == 0, r.stderr
+    _, three = turn(agi, work, session, prompt="three")
+    assert rewind(agi, work, session, "--rewind-conversation", "3").returncode == 0
+    _, four = turn(agi, work, session, prompt="four")
+    assert four.requests[0]["messages"][:-1] == three.requests[0]["messages"][:-1]
+    assert "SUMMARY of one and two." in json.dumps(four.requests[0]["messages"])
+    assert rewind(agi, work, session, "--rewind-conversation", "2").returncode == 0
+    _, five = turn(agi, work, session, prompt="five")
+    sent = [m["content"] for m in five.requests[0]["messages"] if m["role"] != "system"]
+    assert sent == ["one", "ok", "five"]  # from before the compaction: the history in full
+
+
 @needs_git
 def test_someone_elses_changes_are_restored_and_named(agi, project, tmp_path):
     session = tmp_path / "s"
@@ -290,8 +310,9 @@ def test_links_modes_odd_names_and_a_session_inside_the_tree(agi, project, tmp_p
         assert f.read() == b"odd\n"
     lines = (session / "messages.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["rewind"]["turn"] == 1  # the log itself was left alone
-    trace = [json.loads(x) for x in (session / "trace.jsonl").read_text().splitlines()]
-    assert [t["turn"] for t in trace if t.get("type") == "checkpoint"] == [1]
+    records = [json.loads(x) for x in (session / "checkpoints.jsonl").read_text().splitlines()]
+    assert [r["turn"] for r in records if "tree" in r] == [1]
+    assert all(r["seconds"] >= 0 for r in records if "tree" in r)
 
 
 @needs_git

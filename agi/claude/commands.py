@@ -45,7 +45,7 @@ class Command:
     def read(self) -> tuple[dict[str, Any], str]:
         """(front matter, body); a file without front matter is all body. Malformed front
         matter is a usage error naming the file."""
-        from agi.claude.skills import FrontMatterError, parse_front_matter, split_front_matter
+        from agi.claude.skills import FrontMatterError, lenient_front_matter, split_front_matter
 
         try:
             text = self.path.read_text(encoding="utf-8")
@@ -57,7 +57,9 @@ class Command:
         else:
             try:
                 lines, body = split_front_matter(text)
-                meta = parse_front_matter(lines)
+                meta, problem = lenient_front_matter(lines)  # Claude Code's retry, not its drop
+                if problem is not None:
+                    raise FrontMatterError(problem)
             except FrontMatterError as e:
                 raise UsageError(f"command /{self.name} ({self.path}): front matter: {e}") from e
         if self.plugin_root:
@@ -81,13 +83,16 @@ class Command:
         return f"{hint} — {text}" if hint and text else str(hint or text)
 
     def model_may_run(self) -> bool:
-        """Whether the SlashCommand tool offers it: front matter `disable-model-invocation`
-        not true (an unreadable file is not offered)."""
+        """Whether the SlashCommand tool offers it: as in Claude Code, its front matter has a
+        `description` and does not set `disable-model-invocation` (an unreadable file is not
+        offered)."""
         try:
             meta, _ = self.read()
         except UsageError:
             return False
-        return meta.get("disable-model-invocation") not in (True, "true", "True")
+        described = isinstance(meta.get("description"), str) and meta["description"].strip()
+        disabled = meta.get("disable-model-invocation") in (True, "true", "True")
+        return bool(described) and not disabled
 
 
 def _rooted_body(body: str, root: str) -> str:

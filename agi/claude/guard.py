@@ -25,6 +25,7 @@ from typing import Any
 
 from agi.claude.asking import AskRequest, TerminalAsk, terminal_ask
 from agi.claude.permissions import MODES, Permissions, Rule, decide, parse_rule
+from agi.errors import UsageError
 
 READ_ONLY = frozenset({"Read", "TempDir", "calculate", "Skill", "Task"})  # they change nothing
 EDITS = frozenset({"Write", "Edit"})
@@ -61,8 +62,9 @@ class Guard:
     """Checks each tool call: a denial text (the tool's result), or None to run it.
 
     `ask`: the front end's question (agi.claude.asking); `hooks`: an object with
-    `permission_request(request) -> (verdict | None, message)` and `notification(message,
-    kind)` (agi.claude.lifecycle.Lifecycle); `read_only`: more tool names that change nothing;
+    `permission_request(request) -> (verdict | None, message, input | None)` and
+    `notification(message, kind)` (agi.claude.lifecycle.Lifecycle); `read_only`: more tool
+    names that change nothing;
     `on_learn(rule)`: told of every rule an "always" answer adds. Every decision goes to
     `trace` with the rule and the file that made it."""
 
@@ -148,13 +150,14 @@ class Guard:
                 if hook
                 else "a PreToolUse hook asks for approval"
             )
-            return self._ask(call_id, name, input, why)
+            return self._ask(call_id, name, input, why, cwd)
         if hook is True or decision.verdict == "allow":
             return None
         if decision.verdict == "ask" and rule is not None:
-            return self._ask(call_id, name, input, f"rule {rule.where} asks for approval")
+            return self._ask(call_id, name, input, f"rule {rule.where} asks for approval", cwd)
         if self._mode_asks(name, input, cwd):
-            return self._ask(call_id, name, input, f"permission mode {self.mode} asks for approval")
+            why = f"permission mode {self.mode} asks for approval"
+            return self._ask(call_id, name, input, why, cwd)
         if self.mode == "dontAsk":
             return "Error: denied: no permission rule allows this call (permission mode dontAsk)"
         return None
@@ -178,15 +181,19 @@ class Guard:
                 return True
         return False
 
-    def _ask(self, call_id: str, name: str, input: dict[str, Any], why: str) -> str | None:
-        """Put the question: PermissionRequest hooks, then a person through `ask`."""
+    def _ask(
+        self, call_id: str, name: str, input: dict[str, Any], why: str, cwd: str
+    ) -> str | None:
+        """Put the question: PermissionRequest hooks, then a person through `ask`. A hook's
+        allow may rewrite the call (`updatedInput`): `input` is changed in place, so the call
+        runs with it, and deny rules are judged again on it."""
         request = AskRequest(call_id, name, input, why, suggest_rule(name, input))
         if self.hooks is not None:
-            verdict, message = self.hooks.permission_request(request)
+            verdict, message, new_input = self.hooks.permission_request(request)
             if verdict == "deny":
                 return f"Error: denied by a PermissionRequest hook: {message or 'no reason given'}"
             if verdict == "allow":
-                return None
+                return self._rewrite(input, new_input, name, cwd)
         present = getattr(self.ask, "present", None)
         if self.hooks is not None and (present is None or present()):
             self.hooks.notification(f"agi needs your permission to use {name}", "permission_prompt")
@@ -199,6 +206,45 @@ class Guard:
         if answer in ("allow_once", "allow_always"):
             return None
         return f"Error: denied: {why} and the user said no"
+
+    def _rewrite(
+        self, input: dict[str, Any], new: dict[str, Any] | None, name: str, cwd: str
+    ) -> str | None:
+        """Run with a PermissionRequest hook's input, unless a deny rule covers it."""
+        if new is None:
+            return None
+        with self._lock:
+            rules = [*self.learned, *self.permissions.rules, *self.extra]
+        decision = decide(Permissions([r for r in rules if r.kind == "deny"]), name, new, cwd)
+        if decision.rule is not None:
+            return f"Error: denied by permission rule {decision.rule.where}"
+        input.clear()
+        input.update(new)
+        return None
+
+    def update(self, entries: list[dict[str, Any]], source: str) -> list[str]:
+        """Apply Claude Code's permission updates (a PermissionRequest hook's
+        `updatedPermissions`) for the rest of the session: `addRules`, `setMode` and
+        `addDirectories`, whatever their `destination` (agi writes no settings file). Returns
+        notes on what it could not apply."""
+        notes = []
+        for entry in entries:
+            kind = entry.get("type")
+            try:
+                if kind == "addRules" and entry.get("behavior") in ("allow", "deny", "ask"):
+                    for r in entry.get("rules") or []:
+                        tool, content = r.get("toolName"), r.get("ruleContent")
+                        text = f"{tool}({content})" if content else str(tool)
+                        self.learn(parse_rule(text, entry["behavior"], source, os.getcwd()))
+                elif kind == "setMode":
+                    self.set_mode(entry.get("mode"))  # type: ignore[arg-type]
+                elif kind == "addDirectories":
+                    self.roots += [str(d) for d in entry.get("directories") or []]
+                else:
+                    notes.append(f"{source}: permission update {kind!r} is not applied by agi")
+            except (UsageError, ValueError, AttributeError, TypeError) as e:
+                notes.append(f"{source}: bad permission update {entry!r}: {e}")
+        return notes
 
     def learn(self, rule: Rule) -> None:
         """Add a rule for the rest of the session (an "always" answer)."""

@@ -32,7 +32,8 @@ class Outcome:
     Stop / SubagentStop: `blocked` -> the agent continues with `reason` as a user message
     (the next Stop payload has `stop_hook_active: true`).
     SessionStart: `context` is stored as context; `env` is merged into later Bash calls.
-    PermissionRequest: `permission` allow -> the call runs without asking; deny (or `blocked`)
+    PermissionRequest: `permission` allow -> the call runs without asking (with
+    `updated_input` if set, after `permission_updates` are applied); deny (or `blocked`)
     -> a denial with `reason`; None -> the person is asked.
     SessionEnd, Notification, PreCompact: nothing to decide.
     Every event: `stop` (continue: false, winning over any block) -> end the run, show
@@ -43,6 +44,8 @@ class Outcome:
     reason: str = ""  # the block reason, or for "ask" the question's explanation
     permission: str | None = None  # PreToolUse: allow | deny | ask | None (no decision)
     updated_input: dict[str, Any] | None = None
+    # PermissionRequest's `updatedPermissions` (with an allow): Claude Code's permission updates
+    permission_updates: list[dict[str, Any]] = field(default_factory=list)
     context: list[str] = field(default_factory=list)
     stop: bool = False
     stop_reason: str = ""
@@ -171,13 +174,21 @@ def _first_line(text: str) -> str:
 
 
 def _permission_request(name: str, chosen: Any, out: Outcome, tally: _Tally) -> None:
-    """PermissionRequest's `hookSpecificOutput.decision`: {behavior: allow | deny, message,
-    interrupt}; `interrupt: true` with a denial ends the run, as in Claude Code."""
+    """PermissionRequest's `hookSpecificOutput.decision`: {behavior: allow, updatedInput,
+    updatedPermissions} or {behavior: deny, message, interrupt}; `interrupt: true` with a
+    denial ends the run, as in Claude Code."""
     if not isinstance(chosen, dict):
         return
     behavior = chosen.get("behavior")
     if behavior == "allow":
         tally.decisions.add("allow")
+        new_input, updates = chosen.get("updatedInput"), chosen.get("updatedPermissions")
+        if isinstance(new_input, dict):
+            tally.updates.append((name, new_input))
+        elif new_input is not None:
+            out.messages.append(f"PermissionRequest hook {name}: updatedInput is not an object")
+        if isinstance(updates, list):
+            out.permission_updates += [u for u in updates if isinstance(u, dict)]
     elif behavior == "deny":
         tally.decisions.add("deny")
         tally.reasons.append(_text(chosen.get("message")) or f"denied by hook {name}")

@@ -50,6 +50,7 @@ class Lifecycle:
         self.rewakes = Rewakes()  # what asyncRewake hooks of this agent reported
         self.running = Running()  # this agent's hook processes, ended by close()
         self.transcript: Any = None  # transcript.jsonl, written when a hook first runs
+        self.cwd: str | None = None  # the run's working directory (an MCP call's); None: ours
         # what SessionStart hooks export: shared with the tools' context, so later calls see it
         self.env: dict[str, str] = {} if env is None else env
 
@@ -63,7 +64,11 @@ class Lifecycle:
         from agi.claude.hooks import base_payload
 
         payload = base_payload(
-            self.session.path.name, self.transcript_path(), os.getcwd(), event, self.permission_mode
+            self.session.path.name,
+            self.transcript_path(),
+            self.cwd or os.getcwd(),
+            event,
+            self.permission_mode,
         )
         payload.update(fields)
         if self.session.secrets:  # API keys never reach a hook, even inside a tool's output
@@ -93,7 +98,7 @@ class Lifecycle:
         if self.transcript is None:
             from agi.claude.transcript import Transcript
 
-            self.transcript = Transcript(self.session)
+            self.transcript = Transcript(self.session, self.cwd)
         return str(self.transcript.update())
 
     def session_start(self, source: str, model: str) -> str:
@@ -146,10 +151,12 @@ class Lifecycle:
             said = outcome.reason or "no reason given"
         return input, None, outcome.context, said
 
-    def permission_request(self, request: Any) -> tuple[str | None, str]:
-        """PermissionRequest hooks, before a person is asked: ("allow" | "deny" | None, why)."""
+    def permission_request(self, request: Any) -> tuple[str | None, str, dict[str, Any] | None]:
+        """PermissionRequest hooks, before a person is asked: ("allow" | "deny" | None, why,
+        the input to run with instead). An allow's `updatedPermissions` are applied to the
+        guard here, for the rest of the session."""
         if not self.hooks.has("PermissionRequest"):
-            return None, ""
+            return None, "", None
         rule = request.suggestion
         tool, _, content = rule.partition("(")
         suggestion: dict[str, Any] = {"toolName": tool}
@@ -169,8 +176,17 @@ class Lifecycle:
             ],
         )
         if outcome.blocked or outcome.permission == "deny":
-            return "deny", outcome.reason
-        return outcome.permission if outcome.permission == "allow" else None, outcome.reason
+            return "deny", outcome.reason, None
+        if outcome.permission != "allow":
+            return None, outcome.reason, None
+        if outcome.permission_updates and self.guard is not None:
+            for note in self.guard.update(outcome.permission_updates, "a PermissionRequest hook"):
+                self.warn(note)
+        if outcome.updated_input is not None:
+            self.session.trace(
+                {"type": "hook_input", "id": request.call_id, "input": outcome.updated_input}
+            )
+        return "allow", outcome.reason, outcome.updated_input
 
     def notification(self, message: str, kind: str) -> None:
         """Notification hooks: agi is about to ask a person (`permission_prompt`)."""
@@ -212,6 +228,15 @@ class Lifecycle:
             if go_on is not None:
                 return go_on
         woken = self.rewakes.wait()
+        for summary, _ in woken:
+            self.warn(summary)
+        return "\n\n".join(message for _, message in woken) or None
+
+    def woken(self) -> str | None:
+        """What asyncRewake hooks reported since the last look (without waiting for those
+        still running): given to the agent after the step's tool results, so a report that
+        arrives mid-turn reaches the model at its next call."""
+        woken = self.rewakes.take()
         for summary, _ in woken:
             self.warn(summary)
         return "\n\n".join(message for _, message in woken) or None

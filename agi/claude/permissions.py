@@ -25,7 +25,8 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")  # ag
 COMMAND_LINE = "command line"
 RULE = re.compile(r"^\s*([A-Za-z0-9_*.-]+)\s*(?:\((.*)\))?\s*$", re.S)
 PATH_TOOLS = {"Read": {"Read"}, "Edit": {"Edit", "Write"}, "Write": {"Edit", "Write"}}
-NAMED_INPUT = {"Task": "subagent_type", "Skill": "skill"}  # the input a specifier names
+NAMED_INPUT = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
+OLD_SLASH = re.compile(r"^\s*SlashCommand:(/\S.*?)\s*$", re.S)  # `SlashCommand:/commit`
 PLAIN = frozenset({"Terminal", "TempDir", "calculate"})  # agi's tools without specifiers
 
 
@@ -62,6 +63,9 @@ class Permissions:
 def parse_rule(text: Any, kind: str, source: str, base: str | Path) -> Rule:
     """`Tool` or `Tool(specifier)`; anything else is a usage error naming its source."""
     m = RULE.match(text) if isinstance(text, str) else None
+    old = OLD_SLASH.match(text) if isinstance(text, str) and m is None else None
+    if old is not None:  # Claude Code's first spelling of SlashCommand rules
+        return Rule(kind, text.strip(), "SlashCommand", old.group(1), source, str(base))
     if m is None:
         raise UsageError(
             f"{source}: bad permission rule {text!r} (expected Tool or Tool(specifier))"
@@ -207,7 +211,7 @@ def decide(
     if name in NAMED_INPUT:
         given = input.get(NAMED_INPUT[name]) or ("general-purpose" if name == "Task" else "")
         if isinstance(given, str) and given:
-            call.names |= {given, given.rpartition(":")[2]}
+            call.names |= _named(name, given)
     rules = [r for r in permissions.rules if tool_matches(r, name)]
     if not rules:
         return Decision("none")
@@ -218,6 +222,17 @@ def decide(
                     return Decision(kind, rule)
         return Decision("none")
     return _decide_bash(rules, call)
+
+
+def _named(tool: str, given: str) -> set[str]:
+    """The names a Task/Skill input stands for (`PLUGIN:NAME` and `NAME`); for SlashCommand
+    the command line as given and with the command's bare name (`/sec src/`)."""
+    if tool != "SlashCommand":
+        return {given, given.rpartition(":")[2]}
+    line = given.strip()
+    line = line if line.startswith("/") else "/" + line
+    word, _, rest = line.partition(" ")
+    return {line, f"/{word[1:].rpartition(':')[2]} {rest}".strip()}
 
 
 def terminal_lines(input: dict[str, Any], names: set[str] | None = None) -> str | None:

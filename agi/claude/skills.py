@@ -74,6 +74,41 @@ def parse_front_matter(lines: list[str]) -> dict[str, Any]:
     return result
 
 
+# Claude Code's second try at front matter YAML rejects: top-level `key: value` lines whose value
+# holds a character YAML gives a meaning to are read with the value double-quoted.
+SIMPLE_LINE = re.compile(r"^([a-zA-Z_-]+):\s+(.+)$")
+SPECIAL = re.compile(r"[{}[\]*&#!|>%@`]|: ")
+
+
+def lenient_front_matter(lines: list[str]) -> tuple[dict[str, Any], str | None]:
+    """(front matter, problem), read as Claude Code reads it: as written; else once more with
+    such values quoted; else not at all: ({}, why), and the file loads without it (Claude Code
+    loads a plugin agent whose description runs on over unindented `<example>` lines so). The
+    caller decides what dropping it may not widen (see `written_keys`)."""
+    try:
+        return parse_front_matter(lines), None
+    except FrontMatterError as e:
+        problem = str(e)
+    try:
+        return parse_front_matter([_requoted(line) for line in lines]), None
+    except FrontMatterError:
+        return {}, problem
+
+
+def _requoted(line: str) -> str:
+    m = SIMPLE_LINE.match(line)
+    value = m.group(2) if m else ""
+    if not m or value[0] + value[-1] in ('""', "''") or not SPECIAL.search(value):
+        return line
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{m.group(1)}: "{escaped}"'
+
+
+def written_keys(lines: list[str]) -> set[str]:
+    """The top-level keys a front matter seems to set, even one that cannot be read."""
+    return {m.group(1) for line in lines if (m := re.match(r"([A-Za-z][\w-]*):", line))}
+
+
 def parse_value(first: str, block: list[str]) -> Any:
     """The value after `key:`, with the more-indented lines that follow it."""
     header = BLOCK_RE.match(first)
@@ -226,7 +261,9 @@ class Skill:
 def read_skill(directory: Path) -> Skill:
     """The skill in a directory holding SKILL.md; FrontMatterError or OSError when unreadable."""
     text = (directory / SKILL_FILE).read_text(encoding="utf-8")
-    meta = parse_front_matter(split_front_matter(text)[0])
+    meta, problem = lenient_front_matter(split_front_matter(text)[0])
+    if problem is not None:
+        raise FrontMatterError(problem)
     name = meta.get("name") or directory.name
     description = meta.get("description")
     word = r"[A-Za-z0-9][\w.:-]{0,63}"

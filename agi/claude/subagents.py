@@ -28,13 +28,23 @@ class AgentFile:
     tools: list[str] | None = None  # None: the parent's tools
     model: str | None = None  # None or "inherit": the parent's model
     path: Path | None = field(default=None, repr=False)
+    note: str = field(default="", repr=False)  # a warning for the user: what was not read
 
 
 def read_agent(path: Path) -> AgentFile:
-    from agi.claude.skills import parse_front_matter, split_front_matter
+    """An agent file. Front matter that cannot be read is dropped, as Claude Code drops it (the
+    agent is named after its file), except its `tools` line: dropping that would give the agent
+    every tool, so it is kept, and a file whose `tools` cannot be read is refused."""
+    from agi.claude.skills import lenient_front_matter, split_front_matter, written_keys
 
     lines, body = split_front_matter(path.read_text(encoding="utf-8"))
-    meta = parse_front_matter(lines)
+    meta, problem = lenient_front_matter(lines)
+    note = ""
+    if problem is not None:
+        meta = {"description": f"Agent {path.stem} (its front matter could not be read)"}
+        if "tools" in written_keys(lines):
+            meta["tools"] = _tools_line(lines, problem)
+        note = f"agent file {path}: front matter: {problem}; loaded without it, as Claude Code does"
     name = meta.get("name") or path.stem
     description = meta.get("description")
     if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
@@ -53,7 +63,22 @@ def read_agent(path: Path) -> AgentFile:
         tools,
         model if isinstance(model, str) and model != "inherit" else None,
         path,
+        note,
     )
+
+
+def _tools_line(lines: list[str], problem: str) -> Any:
+    """The `tools` of an unreadable front matter: its one `tools: ...` line, read alone."""
+    from agi.claude.skills import FrontMatterError, parse_front_matter
+
+    found = [line for line in lines if line.startswith("tools:")]
+    try:
+        tools = parse_front_matter(found).get("tools") if len(found) == 1 else None
+    except FrontMatterError:
+        tools = None
+    if not tools:
+        raise ValueError(f"front matter: {problem} (and its `tools` cannot be read: refused)")
+    return tools
 
 
 def load_agents(dirs: list[Path]) -> tuple[list[AgentFile], list[str]]:
@@ -70,6 +95,8 @@ def load_agents(dirs: list[Path]) -> tuple[list[AgentFile], list[str]]:
             except (ValueError, OSError) as e:
                 warnings.append(f"agent file {path}: {e}; skipped")
                 continue
+            if agent.note:
+                warnings.append(agent.note)
             if agent.name in agents:
                 warnings.append(f"agent file {path}: the name {agent.name} is taken; skipped")
             else:

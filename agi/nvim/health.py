@@ -50,24 +50,19 @@ def provider_report(model: Any, file: dict[str, Any]) -> dict[str, Any]:
     `api_key_source` names what supplied it, `api_key_var` the variable the provider reads,
     `api_key_needed` is true at a hosted provider's own endpoint (a local server needs none)."""
     from agi.config import PROVIDERS
+    from agi.providers.endpoint import key_required
+    from agi.providers.protocols import describe
 
-    default_url, key_var, _ = PROVIDERS.get(model.provider, (None, None, None))
+    key_var = PROVIDERS.get(model.provider, (None, None, None))[1]
     section = (file.get("providers") or {}).get(model.provider) or {}
     key_var = section.get("api_key_env") or key_var
-    if model.provider == "anthropic":
-        from agi.providers.anthropic import messages_url
-
-        protocol, endpoint = "Anthropic Messages API", messages_url(model.base_url)
-    else:
-        protocol = "OpenAI-compatible chat completions"
-        endpoint = model.base_url.rstrip("/") + "/chat/completions"
+    protocol, endpoint = describe(model)
     out: dict[str, Any] = {
         "provider": model.provider,
         "protocol": protocol,
         "endpoint": endpoint,
         "api_key_var": key_var,
-        "api_key_needed": bool(key_var and default_url and default_url.startswith("https://"))
-        and model.base_url.rstrip("/") == default_url,
+        "api_key_needed": key_required(model) is not None,  # as the run decides it
     }
     sources = (
         ("AGI_API_KEY", os.environ.get("AGI_API_KEY")),

@@ -52,27 +52,26 @@ def bearer(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def key_needed(model: ModelConfig) -> str | None:
-    """The variable an API key must come from when the model has none and surely needs one, or
-    None: a hosted preset at its own endpoint (`OPENAI_API_KEY` for api.openai.com), or a
-    provider table's `api_key_env`, unless the server is on this machine. A preset pointed at
-    another server (a self-hosted vLLM, say) may need no key: that server will say so."""
+def key_required(model: ModelConfig) -> str | None:
+    """The variable the model's key is read from when the model surely needs one: a hosted
+    preset (`openai`, `anthropic`, ...) at its own endpoint. None for the local presets, a server
+    on this machine, a preset pointed at another server (a self-hosted vLLM, say) and a provider of
+    your own: agi cannot tell whether those want a key, and they will say so if they do."""
     from agi.config import PROVIDERS
 
-    variable = model.key_env
-    if model.api_key or not variable or model.provider in LOCAL_PRESETS:
-        return None
     default_url, preset_variable, _ = PROVIDERS.get(model.provider, (None, None, None))
-    elsewhere = model.base_url.rstrip("/") != (default_url or "").rstrip("/")
-    if variable == preset_variable and elsewhere:
+    variable = model.key_env or preset_variable
+    if not variable or not default_url or model.provider in LOCAL_PRESETS:
         return None
-    return None if is_local(model.base_url) else variable
+    if model.base_url.rstrip("/") != default_url.rstrip("/") or is_local(model.base_url):
+        return None
+    return variable
 
 
 def require_key(model: ModelConfig) -> None:
     """A ConfigError (exit 2, before anything is sent) naming the variable to set when the
-    model needs an API key and none was found (`key_needed`)."""
-    variable = key_needed(model)
+    model needs an API key (`key_required`) and none was found."""
+    variable = None if model.api_key else key_required(model)
     if variable is not None:
         also = "" if variable == "AGI_API_KEY" else " (or AGI_API_KEY)"
         raise ConfigError(f"no API key for {model.provider}: set {variable}{also}")

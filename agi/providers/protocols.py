@@ -20,6 +20,29 @@ def protocol(provider: str) -> str:
     return {"anthropic": "messages", "ollama": "ollama"}.get(provider, "chat")
 
 
+NAMES = {
+    "messages": "Anthropic Messages API",
+    "ollama": "Ollama native chat API",
+    "chat": "OpenAI-compatible chat completions",
+}
+
+
+def describe(model: ModelConfig) -> tuple[str, str]:
+    """The protocol's name and the URL each request goes to (for `:checkhealth agi`)."""
+    kind = protocol(model.provider)
+    if kind == "messages":
+        from agi.providers.anthropic import messages_url
+
+        return NAMES[kind], messages_url(model.base_url)
+    if kind == "ollama":
+        from agi.providers.endpoint import root
+
+        return NAMES[kind], root(model.base_url) + "/api/chat"
+    from agi.providers.chat import url
+
+    return NAMES[kind], url(model)
+
+
 def transport_for(
     model: ModelConfig,
     trace: Callable[[dict[str, Any]], None] | None = None,

@@ -121,6 +121,11 @@ class Transport:
         if self._client is not None:
             self._client.close()
 
+    def keep_connections(self) -> None:
+        """Forget the connections seen so far, so that cancel() leaves them open: a run that
+        ended well gives its client, connections and all, back to a shared pool (MCP server)."""
+        self._sockets.clear()
+
     def cancel(self) -> None:
         """From any thread: end the exchange in progress at once and send no more requests.
 
@@ -177,6 +182,9 @@ class Transport:
                 reply = yield from self._metered(body, asm)
             except ProviderError as e:
                 trace(failure_record(e, attempt, asm, started))
+                if self.shared is not None:  # a 429 pauses every run sending here, even when
+                    asked = e.retry_after  # this one gives up (its last attempt, a long wait)
+                    self.shared.hold(self.url, backoff(attempt) if asked is None else asked, e)
                 changed = self.amend(body, e) if attempt < ATTEMPTS else None
                 if changed is not None:
                     body = changed
@@ -185,8 +193,6 @@ class Transport:
                     self._failed(asm)
                     raise
                 wait = self._retry_wait(e, attempt, asm)
-                if self.shared is not None:  # a 429 pauses every run sending here
-                    self.shared.hold(self.url, wait, e)
                 yield Notice(f"{e}; retrying in {wait:.1f} s ({attempt + 1} of {ATTEMPTS})")
                 if self.cancelled.wait(wait):
                     raise Cancelled() from e

@@ -5,12 +5,13 @@ rewritten; a torn line is skipped):
 
 - `{"turn": N, "time": T, "prompt": FIRST_LINE, "start": I, "cwd": DIR}` when the turn begins
   (I: the messages the session held before its prompt, where a rewind takes the conversation);
-- `{"turn": N, "tree": SHA, "cwd": DIR, "skipped": [...]}` before the turn's first tool call that
-  can change files: a snapshot in the shadow repository (agi.sessions.shadow), or
-  `{"turn": N, "untracked": WHY}` when there is none (no git, a huge tree): then only Write/Edit;
+- `{"turn": N, "tree": SHA, "cwd": DIR, "files": COUNT, "seconds": S, "skipped": [...]}` before
+  the turn's first tool call that can change files: a snapshot in the shadow repository
+  (agi.sessions.shadow), or `{"turn": N, "untracked": WHY}` when there is none (no git, a huge
+  tree): then only Write/Edit;
 - `{"turn": N, "prior": PATH, "blob": SHA256|null, "mode": MODE}` the first time in the turn
   that Write or Edit touches PATH (wherever it lies): its content before (`null`: it did not
-  exist), kept in `$AGI_HOME/checkpoints/files/`;
+  exist), kept compressed in `$AGI_HOME/checkpoints/files/`; the prompt is stored redacted;
 - `{"turn": N, "end": SHA}` when the turn ends (what changed in it, for the listing);
 - `{"rewind": N, ...}` for each rewind (agi.sessions.rewind).
 
@@ -25,6 +26,7 @@ import os
 import stat
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,7 +81,8 @@ def append_record(session_path: Path, record: dict[str, Any]) -> None:
 
 
 def store_blob(home: Path, data: bytes) -> str:
-    """Keep `data` in `$AGI_HOME/checkpoints/files/` under its SHA-256 (written whole)."""
+    """Keep `data` in `$AGI_HOME/checkpoints/files/` under its SHA-256, compressed (as git
+    keeps objects) and written whole."""
     digest = hashlib.sha256(data).hexdigest()
     folder = home / "checkpoints" / "files"
     path = folder / digest
@@ -88,7 +91,7 @@ def store_blob(home: Path, data: bytes) -> str:
         tmp = folder / f".{digest}.{os.getpid()}.{threading.get_ident()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            view = memoryview(data)
+            view = memoryview(zlib.compress(data, 1))
             while view:
                 view = view[os.write(fd, view) :]
         finally:
@@ -101,7 +104,7 @@ def load_blob(home: Path, digest: str) -> bytes:
     data = read_bytes(home / "checkpoints" / "files" / digest)
     if data is None:
         raise OSError(0, f"the checkpoint lacks the file content {digest[:12]}")
-    return data
+    return zlib.decompress(data)
 
 
 class Checkpoints:
@@ -138,7 +141,7 @@ class Checkpoints:
         numbers = [r["turn"] for r in read_records(path) if isinstance(r.get("turn"), int)]
         self.turn = max(numbers, default=0) + 1
         self.snapped, self.touched, self.shadow = False, set(), None
-        first = (prompt.strip().splitlines() or [""])[0][:200]
+        first = self.session.redact((prompt.strip().splitlines() or [""])[0][:200])
         record = {"turn": self.turn, "time": round(time.time(), 3), "prompt": first}
         record.update(start=len(self.session.messages), cwd=os.path.realpath(self.cwd))
         self.session.mark()
@@ -172,6 +175,10 @@ class Checkpoints:
             )
             append_record(self.session.path, {"turn": self.turn, "untracked": "no git"})
             return
+        home = os.path.realpath(self.home)
+        if cwd == home or cwd.startswith(home.rstrip("/") + "/"):  # agi's own state: never
+            append_record(self.session.path, {"turn": self.turn, "untracked": "inside AGI_HOME"})
+            return
         keep_out = (self.session.path, self.home)
         shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out)
         started = time.monotonic()
@@ -190,7 +197,9 @@ class Checkpoints:
             append_record(self.session.path, {"turn": self.turn, "untracked": str(e)})
             return
         self.shadow = shadow
+        took = round(time.monotonic() - started, 3)
         record = {"turn": self.turn, "tree": snap.tree, "cwd": cwd, "files": snap.files}
+        record["seconds"] = took  # what the snapshot took (not in trace.jsonl: not a model step)
         if snap.skipped:
             record["skipped"] = snap.skipped
             self.warn_once(
@@ -199,10 +208,6 @@ class Checkpoints:
                 f"not recorded (first: {snap.skipped[0]})",
             )
         append_record(self.session.path, record)
-        took = round(time.monotonic() - started, 3)
-        self.session.trace(
-            {"type": "checkpoint", "turn": self.turn, "tree": snap.tree, "seconds": took}
-        )
 
     def _prior(self, file_path: str, cwd: str) -> None:
         path = os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))

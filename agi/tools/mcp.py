@@ -218,7 +218,10 @@ async def _list_tools(session: Any) -> list[dict[str, Any]]:
         for tool in page.tools:
             wire = dump(tool)
             keep = ("name", "title", "description", "inputSchema")
-            tools.append({k: wire[k] for k in keep if k in wire})
+            entry = {k: wire[k] for k in keep if k in wire}
+            if (wire.get("annotations") or {}).get("readOnlyHint") is True:
+                entry["readOnly"] = True  # the server's hint: plan mode offers it (section 16)
+            tools.append(entry)
         cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
         if not cursor:
             break
@@ -235,6 +238,7 @@ class McpTool:
     tool: str  # the server's own name for it
     server: Server = field(repr=False)
     runtime: Runtime = field(repr=False)  # shared by every tool of a load
+    read_only: bool = False  # annotations.readOnlyHint: changes nothing (agi.claude.guard)
 
     @property
     def resource(self) -> Runtime:
@@ -278,7 +282,9 @@ def offered(
         schema = {"type": "object", "properties": {}, **(given if isinstance(given, dict) else {})}
         schema.pop("$schema", None)
         about = t.get("description") or t.get("title") or f"{t['name']} ({server.config.name})"
-        out.append(McpTool(name, about[:DESCRIPTION_LIMIT], schema, t["name"], server, runtime))
+        tool = McpTool(name, about[:DESCRIPTION_LIMIT], schema, t["name"], server, runtime)
+        tool.read_only = t.get("readOnly") is True
+        out.append(tool)
     return out
 
 

@@ -64,10 +64,10 @@ class Server:
             settings = dataclasses.replace(settings, tools=tools)
         return settings
 
-    def make_run(self, settings: Any, view: Any, session: Any) -> Any:
+    def make_run(self, settings: Any, view: Any, session: Any, meter: Any = None) -> Any:
         from agi.frontends.acp.turn import EditorRun
 
-        return EditorRun(settings, time.monotonic(), view=view, editor=session)
+        return EditorRun(settings, time.monotonic(), view=view, editor=session, meter=meter)
 
     def models(self, current: str) -> list[dict[str, str]]:
         """The model select: the session's model and every model the config file names."""
@@ -276,11 +276,12 @@ class Server:
         from agi.frontends.acp.session import EditorSession
 
         session = EditorSession(self, path, cwd, mcp_sources(mcp_servers), loaded)
+        old = self.sessions.get(session.id)
+        session.carried = old.run if old is not None else None  # its budget goes on
         try:
             await asyncio.to_thread(session.build)
         except AgiError as e:
             raise error(FAILED, str(e)) from None
-        old = self.sessions.get(session.id)
         if old is not None:
             await asyncio.to_thread(old.finish)
         self.sessions[session.id] = session

@@ -39,6 +39,7 @@ class EditorSession:
         self.learned: list[Any] = []  # the session's rules; "always" answers are added
         self.worker: threading.Thread | None = None
         self.run: Any = None
+        self.carried: Any = None  # the run of the session this one replaces (session/load)
         self.stale = True  # the model changed: a new run before the next turn
         self.busy = False
         self.cancelled = threading.Event()
@@ -55,6 +56,7 @@ class EditorSession:
 
     def build(self) -> None:
         """A run for the session with its current model and mode (on a worker thread)."""
+        old = self.run or self.carried
         if self.run is not None:
             self.run.close()
             self.run = None
@@ -66,7 +68,11 @@ class EditorSession:
         self.learned = [*self.rules.rules(), *given.rules]  # "always" answers join it
         settings = dataclasses.replace(settings, permissions=Permissions(self.learned, self.mode))
         self.label = settings.model.label
-        run = self.server.make_run(settings, EditorView(self), self)
+        # one meter while this process serves the session: --max-cost is the session's budget,
+        # which a change of model or a session/load does not reset
+        meter = old.meter if old is not None else None
+        run = self.server.make_run(settings, EditorView(self), self, meter)
+        run.metered = old.metered if old is not None else 0
         session = run.open(self.path, False)
         with run.locked():
             session.write_meta(model=self.label, cwd=self.cwd, acp=True)

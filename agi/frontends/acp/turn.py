@@ -11,8 +11,8 @@ from agi.run import Run
 
 
 class EditorRun(Run):
-    def __init__(self, settings: Any, started: float, view: Any, editor: Any):
-        super().__init__(settings, started, view=view)
+    def __init__(self, settings: Any, started: float, view: Any, editor: Any, meter: Any = None):
+        super().__init__(settings, started, view=view, meter=meter)
         self.editor = editor
         ctx = self.ctx
         ctx.cwd, ctx.ask, ctx.default_asks, ctx.mode = (

@@ -120,6 +120,8 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     def report(outcome: Outcome) -> None:
         writer.write(outcome)
         tally.add(outcome)
+        if writer.failed is not None:  # --batch-out cannot take more: start nothing more
+            stop.starting.clear()
         if out is None and getattr(sys.stdout, "reader_gone", False):
             stop.starting.clear()  # `agi --batch f | head -1`: nobody reads what would follow
 
@@ -134,6 +136,9 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         else:
             writer.close()
             shared.close()
+    if writer.failed is not None and stop.signum is None:
+        sys.stderr.write(f"agi: {writer.failed}; a rerun runs the jobs it does not hold\n")
+        return 1
     return ending(stop, tally, len(todo), budget, out is not None)
 
 

@@ -40,13 +40,23 @@ class Outcome:
 
 class Writer:
     """The output lines, in completion order: to stdout, and appended to `--batch-out` FILE
-    with one write(2) of the whole line on a file opened O_APPEND, so that a kill leaves no
-    torn line. The lock is held for a whole line; the main thread takes it before a hard exit."""
+    with one write(2) of the whole line on a file opened O_APPEND. The lock is held for a whole
+    line; the main thread takes it before a hard exit, so no line is begun after that.
+
+    What holds: a line is in FILE whole or (only if the process is killed during the write,
+    or the write fails) cut short as FILE's last line, never followed by another. Linux writes
+    a regular file page by page and stops between pages when the process is killed, so a
+    SIGKILL during the write of a line longer than a page can leave a head of it; a rerun cuts
+    such a last line off (done_keys) before appending. A short or failed write (a full disk, a
+    file size limit) is cut back to the line's start at once and ends the appending: `failed`
+    holds the reason, the lines after it go to stdout only, and no job starts after it."""
 
     def __init__(self, path: Path | None, secrets: list[str]):
         self.lock = threading.Lock()
         self.secrets = secrets
+        self.path = path
         self.fd: int | None = None
+        self.failed: str | None = None  # why FILE is no longer written
         if path is not None:
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
             try:
@@ -54,17 +64,35 @@ class Writer:
             except OSError as e:
                 raise UsageError(f"cannot open --batch-out file {path}: {e.strerror}") from None
 
-    def write(self, outcome: Outcome) -> None:
+    def write(self, outcome: Outcome) -> bool:
+        """Write one line; False when it could not be appended to FILE (see `failed`)."""
         from agi.redaction import redact
 
         line = redact(outcome.line(), self.secrets)
         with self.lock:
-            if self.fd is not None:
-                data = line.encode("utf-8", "surrogateescape")
-                while data:
-                    data = data[os.write(self.fd, data) :]
+            data = line.encode("utf-8", "surrogateescape")
+            kept = self._append(data) if self.fd is not None else self.failed is None
             sys.stdout.write(line)
             sys.stdout.flush()
+        return kept
+
+    def _append(self, data: bytes) -> bool:
+        assert self.fd is not None
+        size = os.fstat(self.fd).st_size  # one writer (the lock): where this line begins
+        try:
+            written = os.write(self.fd, data)
+            why = "short write" if written != len(data) else None
+        except OSError as e:
+            why = e.strerror or str(e)
+        if why is None:
+            return True
+        try:
+            os.ftruncate(self.fd, size)  # no torn line stays behind
+        except OSError:
+            pass
+        self.failed = f"cannot write --batch-out file {self.path}: {why}"
+        self.close()
+        return False
 
     def close(self) -> None:
         if self.fd is not None:
@@ -131,27 +159,20 @@ class JobMeter(Meter):
         return call
 
 
-class Shared:
-    """What the runs share through agi.providers.transport's `Transport.shared` hook: one HTTP
-    client (its connection pool and TLS set up once, connections kept alive from job to job),
-    and one backoff per endpoint: after a 429 (or any answer with retry-after) no request goes
-    to that endpoint until the wait asked for is over."""
+class Backoff:
+    """One backoff per endpoint, kept by every run of the process (through agi.providers.
+    transport's `Transport.shared` hook): after a 429 (or any answer with retry-after) no
+    request goes to that endpoint until the wait asked for is over, whether or not the run
+    that got it retries. A wait longer than the transport would make (MAX_RETRY_WAIT) is not
+    waited out: each request it stops fails at once, unsent, saying so."""
 
     def __init__(self) -> None:
-        self._client: Any = None
         self._until: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    @property
-    def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = pooled_client()
-            return self._client
-
     def hold(self, url: str, seconds: float, error: Any) -> None:
-        """A request to `url` failed with `error` and is retried in `seconds`: if the provider
-        asked for the pause (429, retry-after), every worker keeps it."""
+        """A request to `url` failed with `error`; if the provider asked for a pause (429,
+        retry-after), every run keeps it for `seconds`."""
         if getattr(error, "status", None) != 429 and getattr(error, "retry_after", None) is None:
             return
         with self._lock:
@@ -160,13 +181,39 @@ class Shared:
     def wait(self, url: str, cancelled: threading.Event, deadline: float | None) -> None:
         """Before a request to `url`: wait out its pause (not past the run's deadline, nor a
         cancel; the transport then raises the limit or the cancel itself)."""
+        from agi.errors import ProviderError
+        from agi.providers.transport import MAX_RETRY_WAIT
+
         while True:
             with self._lock:
                 left = self._until.get(url, 0.0) - time.monotonic()
+            if left > MAX_RETRY_WAIT:
+                raise ProviderError(
+                    f"rate limited: the provider asked to wait {left:.0f} s more before the "
+                    f"next request to {url} (retry-after); not sent",
+                    429,
+                    retry_after=left,
+                )
             if deadline is not None:
                 left = min(left, deadline - time.monotonic())
             if left <= 0 or cancelled.wait(left):
                 return
+
+
+class Shared(Backoff):
+    """What the runs of a batch share: the backoff, and one HTTP client (its connection pool
+    and TLS set up once, connections kept alive from job to job)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = pooled_client()
+            return self._client
 
     def close(self) -> None:
         with self._lock:

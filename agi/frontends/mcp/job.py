@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import AgiError, Cancelled
+from agi.frontends.batch.shared import Backoff
 from agi.frontends.mcp.call import (
     Call,
     Limits,
@@ -92,7 +92,7 @@ class Base:
         return model_for(self.layer, overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=spec))
 
 
-class Lent:
+class Lent(Backoff):
     """Transport.shared for the server: each transport borrows an HTTP client (with its open
     connections) from a free list and gives it back when its run ends, so calls reuse
     connections to the model whatever worker thread runs them. A client is never used by two
@@ -101,10 +101,9 @@ class Lent:
     the wait asked for is over, as in a batch."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._free: list[Any] = []
         self._clients: list[Any] = []
-        self._until: dict[str, float] = {}
-        self._lock = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -123,21 +122,6 @@ class Lent:
             if client.out:  # once: a second close() must not lend it twice
                 client.out = False
                 self._free.append(client)
-
-    def hold(self, url: str, seconds: float, error: Any) -> None:
-        if getattr(error, "status", None) != 429 and getattr(error, "retry_after", None) is None:
-            return
-        with self._lock:
-            self._until[url] = max(self._until.get(url, 0.0), time.monotonic() + seconds)
-
-    def wait(self, url: str, cancelled: threading.Event, deadline: float | None) -> None:
-        while True:
-            with self._lock:
-                left = self._until.get(url, 0.0) - time.monotonic()
-            if deadline is not None:
-                left = min(left, deadline - time.monotonic())
-            if left <= 0 or cancelled.wait(left):
-                return
 
     def close(self) -> None:
         with self._lock:
@@ -226,6 +210,9 @@ class Job:
         finally:
             if run is not None:
                 try:
+                    if not self.cancelled:  # its connections stay open for the next call
+                        for transport in list(run.ctx.transports):
+                            transport.keep_connections()
                     run.close()
                 except Exception as e:
                     sys.stderr.write(f"agi: closing a call's run: {e}\n")

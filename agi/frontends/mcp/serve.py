@@ -18,6 +18,7 @@ hook or stray print writes can reach the protocol stream.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -53,6 +54,14 @@ class Calls:
         self.base = base
         self.locks: dict[Path, Any] = {}  # session directory -> anyio.Lock
         self.users: dict[Path, int] = {}  # calls holding or waiting for each lock
+        self.verbose = base.settings.verbose  # -v: each call's progress on stderr
+        self.count = 0  # calls received: each is numbered in -v lines
+
+    def log(self, number: int, text: str) -> None:
+        """With -v, one stderr line about call `number` (never stdout: that is MCP's)."""
+        if self.verbose:
+            sys.stderr.write(f"agi: call {number}: {text}\n")
+            sys.stderr.flush()
 
     def lock_for(self, path: Path) -> Any:
         import anyio
@@ -101,11 +110,23 @@ def make_server(calls: Calls) -> Any:
         started = time.monotonic()
         if params.name != TOOL:
             return result(failure(Refused(f"unknown tool {params.name!r}: this server has {TOOL}")))
+        calls.count += 1
+        number = calls.count
         try:
             call = parse_call(params.arguments, calls.base.limits)
         except Refused as e:
+            calls.log(number, f"refused: {e}")
             return result(failure(e))
-        return result(await serve_call(calls, call, ctx, started))
+        calls.log(number, "started" + (f" (session {call.session})" if call.session else ""))
+        try:
+            outcome = await serve_call(calls, call, ctx, started, number)
+        except BaseException:
+            calls.log(number, "cancelled")
+            raise
+        usage = outcome.usage.get("cost")
+        cost = "" if usage is None else f", ${usage:.4f}"
+        calls.log(number, f"exit {outcome.exit}, {outcome.steps} steps{cost}")
+        return result(outcome)
 
     server = Server(
         "agi",
@@ -119,12 +140,12 @@ def make_server(calls: Calls) -> Any:
     return server
 
 
-async def serve_call(calls: Calls, call: Call, ctx: Any, started: float) -> Outcome:
+async def serve_call(calls: Calls, call: Call, ctx: Any, started: float, number: int) -> Outcome:
     """The call's run, after the calls before it on the same session (within its timeout)."""
     import anyio
 
     if call.session is None:
-        return await in_worker(calls, call, ctx, started)
+        return await in_worker(calls, call, ctx, started, number)
     key = Path(os.path.realpath(call.session))  # one lock however the directory is named
     lock = calls.lock_for(key)
     try:
@@ -138,14 +159,14 @@ async def serve_call(calls: Calls, call: Call, ctx: Any, started: float) -> Outc
             out.session = str(call.session)
             return out
         try:
-            return await in_worker(calls, call, ctx, started)
+            return await in_worker(calls, call, ctx, started, number)
         finally:
             lock.release()
     finally:
         calls.done_with(key)
 
 
-async def in_worker(calls: Calls, call: Call, ctx: Any, started: float) -> Outcome:
+async def in_worker(calls: Calls, call: Call, ctx: Any, started: float, number: int) -> Outcome:
     """Run the call in a worker thread; progress comes back here; a cancelled request cancels
     the run and waits (shielded, CANCEL_GRACE at most) for the worker to end it cleanly."""
     import anyio
@@ -159,6 +180,7 @@ async def in_worker(calls: Calls, call: Call, ctx: Any, started: float) -> Outco
     def progress(message: str) -> None:  # in the worker thread
         nonlocal sent
         sent += 1
+        calls.log(number, message)
         try:
             anyio.from_thread.run(ctx.session.report_progress, float(sent), None, message)
         except Exception:  # the loop is gone (shutting down) or the request ended: not needed
