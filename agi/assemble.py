@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from agi.errors import LimitReached, ProviderError, ToolError, UsageError
+from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
 
 if TYPE_CHECKING:
     from agi.agent import Agent
@@ -159,6 +159,10 @@ class HookJudge:
             }
             system = {"role": "system", "content": HOOK_JUDGE}
             return drain(ghost_json(transport, [system], schema, prompt, attempts=2))
+        except TimeLimit:
+            if self.ctx.deadline is not None and self.ctx.deadline <= limit:
+                raise  # the run's own --timeout
+            raise TimeoutError(f"the prompt hook took over {timeout:g} s") from None
         finally:
             transport.close()
             if transport in self.ctx.transports:

@@ -769,3 +769,33 @@ def test_cancel_closes_the_model_request(env, tmp_path):
             agent.assert_valid()
 
     run(go())
+
+
+def test_lines_that_are_not_json_rpc_are_answered_and_the_agent_goes_on(env, tmp_path):
+    """Before this was handled, a line holding a JSON array ended `agi --acp` with a traceback
+    (exit 1), and one that was not JSON printed a traceback on stderr."""
+
+    async def go(server: FakeModel) -> None:
+        client = Recorder()
+        async with Raw(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start()
+            agent.process.stdin.write(b'not json\n\n[1, 2]\n"text"\n{"jsonrpc": "2.0", "id"\n')
+            await agent.process.stdin.drain()
+            refused = await wait_for(
+                lambda: (
+                    [m for m in agent.raw if "error" in m and m.get("id") is None][3:]
+                    and [
+                        m["error"]["code"]
+                        for m in agent.raw
+                        if "error" in m and m.get("id") is None
+                    ]
+                )
+            )
+            assert refused == [-32700, -32600, -32600, -32700]
+            assert (await agent.prompt(sid, "still there?")).stop_reason == "end_turn"
+            assert await agent.close() == 0
+            agent.assert_valid()
+        assert agent.stderr == b""
+
+    with FakeModel(text("yes")) as server:
+        run(go(server))

@@ -228,6 +228,9 @@ FORMS = [
     (RM, "bash <<< 'rm v'"),
     (RM, "bash <(echo rm v)"),
     (RM, "cat v | sh -"),
+    (RM, "a='x[$(touch P1)]'; echo $((a))"),  # S1 exactly as reported
+    (RM, "x='$(touch P2)'; echo ${x@P}"),
+    (RM, "PATH=$PWD/evil:$PATH; ls"),
     (RM, "read PATH < v; ls"),  # names that change what runs, set another way
     (RM, "for PATH in /tmp; do ls; done"),
     (RM, "echo ${PATH:=/tmp/x}; ls"),
@@ -256,6 +259,9 @@ FORMS = [
     (RM, "time a[i]=1 echo"),
     (RUN, "echo $'\\x'"),
     (RUN, 'echo "$"'),
+    (RM, "echo rm v | xargs env"),  # the command would come from stdin
+    (RM, "echo rm v | xargs timeout 5"),
+    (NO, "echo a | xargs sh -c 'echo \"$@\"' _"),
     (RUN, "[ -f v ] && echo ok"),
     (NO, "test -f v"),
     (NO, "read -r line < v"),
@@ -281,6 +287,9 @@ def judged(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("judge")
     (home / "v").write_text("keep me\n")
+    (home / "evil").mkdir()  # a planted ls, first in a PATH a line sets
+    (home / "evil" / "ls").write_text(f"#!/bin/sh\ntouch {home}/PLANTED\n")
+    (home / "evil" / "ls").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_VARS)}
     env.update(AGI_HOME=str(home / "agi-home"), AGI_CONFIG=str(home / "config.toml"))
     step = calls(*[("Bash", {"command": form, "timeout": 10000}) for _, form in FORMS])
@@ -301,13 +310,18 @@ def judged(tmp_path_factory):
     assert r.returncode == 0, r.stderr
     results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert len(results) == len(FORMS)
-    assert (home / "v").read_text() == "keep me\n"
-    return dict(zip([form for _, form in FORMS], results, strict=True))
+    survived = (home / "v").exists() and (home / "v").read_text() == "keep me\n"
+    survived = survived and not any((home / name).exists() for name in ("P1", "P2", "PLANTED"))
+    return dict(zip([form for _, form in FORMS], results, strict=True)), survived
+
+
+def test_no_form_removed_the_file(judged):
+    assert judged[1], "a form that should have been denied ran rm"
 
 
 @pytest.mark.parametrize(("expected", "form"), FORMS, ids=[repr(f)[:40] for _, f in FORMS])
 def test_form(judged, expected, form):
-    result = judged[form]
+    result = judged[0][form]
     if expected == RM:
         assert result == DENIAL
     elif expected == NO:

@@ -202,3 +202,42 @@ def test_a_failed_batch_out_write_leaves_whole_lines_and_stops(
     assert rerun.returncode == 0, rerun.stderr
     assert sent(again) == Counter(prompts[2:])
     assert sorted(res["id"] for res in lines_of(out.read_text())) == sorted(ids.values())
+
+
+def test_the_progress_line_tells_cost_rate_and_eta(env: dict[str, str], tmp_path: Path) -> None:
+    """In a terminal: done/failed/running, the cost so far, the rate and, while jobs remain,
+    an ETA; drawn on stderr only (stdout keeps the result lines)."""
+    import os
+    import pty
+
+    (tmp_path / "config.toml").write_text('[prices."fake-model"]\ninput = 500.0\noutput = 1000.0\n')
+    jobs = tmp_path / "jobs.jsonl"
+    prompts = write_jobs(jobs, 3)
+    slow = {p: text("done", delay=0.3, pieces=3) for p in prompts}  # about 1 s a job
+    with FakeModel(answered(**slow)) as server:
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen(
+            [AGI, "--batch", str(jobs), "--jobs", "1"],
+            env=fake_env(env, server),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+        )
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        stdout, _ = proc.communicate(timeout=60)
+        os.close(leader)
+    assert proc.returncode == 0
+    assert len(lines_of(stdout.decode())) == 3
+    drawn = seen.decode()
+    assert "1/3 done, 0 failed, 1 running, $0.01" in drawn
+    assert "jobs/s, ETA " in drawn
+    assert "3/3 done, 0 failed, 0 running, $0.03" in drawn

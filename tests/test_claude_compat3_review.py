@@ -339,7 +339,7 @@ def command_file(path: Path, body: str, **meta) -> None:
     path.write_text(f"---\n{head}---\n{body}" if meta else body)
 
 
-def test_slash_command_offers_only_described_commands_and_rules_guard_it(agi, tmp_path):
+def test_permission_rules_guard_slash_command_calls(agi, tmp_path):
     command_file(tmp_path / "commands" / "greet.md", "Greet $1.", description="greet someone")
     command_file(tmp_path / "commands" / "plain.md", "No description here.")
     command_file(tmp_path / "commands" / "fmt.md", "Format $ARGUMENTS.", description="format")
@@ -357,10 +357,12 @@ def test_slash_command_offers_only_described_commands_and_rules_guard_it(agi, tm
     assert r.returncode == 0, r.stderr
     [tool] = [t for t in server.requests[0]["tools"] if t["function"]["name"] == "SlashCommand"]
     assert "/greet" in tool["function"]["description"]
-    assert "/plain" not in tool["function"]["description"]  # Claude Code: a description is needed
+    assert tool["function"]["description"].endswith(
+        "- /plain"
+    )  # undescribed: offered (CONTRACT 21)
     greet, plain, fmt = tool_results(server.requests[1])
     assert greet == 'Error: denied by permission rule "SlashCommand(/greet:*)" (command line)'
-    assert plain.startswith("Error: unknown command /plain")
+    assert "No description here." in plain
     assert "Format src." in fmt
 
 
@@ -432,3 +434,46 @@ def test_values_yaml_would_misread_are_retried_quoted_as_claude_code_does(agi, t
     plugin = plugin_with_agent(tmp_path, front)
     listed = agi("--plugin-dir", str(plugin), "--list-extensions")
     assert "demo:simplify  [experimental] tidies code: keeps behaviour" in listed.stdout
+
+
+# -- the modes hold in every front end: a batch job (CONTRACT 21 with 19) -----------------------
+
+
+def test_the_permission_mode_holds_in_batch_jobs(agi, tmp_path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"id": "p", "prompt": "plan it"}\n')
+    target = tmp_path / "f.txt"
+    with FakeModel(call("Write", file_path=str(target), content="x"), text("planned")) as server:
+        r = agi("--batch", str(jobs), "--permission-mode", "plan", server=server)
+    assert r.returncode == 0, r.stderr
+    [result] = [json.loads(line) for line in r.stdout.splitlines()]
+    assert result["answer"] == "planned" and not target.exists()
+    assert "Write" not in tool_names(server.requests[0])
+    assert "permission mode plan" in tool_results(server.requests[1])[0]
+
+
+def test_a_prompt_hook_past_its_timeout_is_ignored_and_the_run_goes_on(agi, tmp_path):
+    hooks = {"Stop": [{"hooks": [{"type": "prompt", "prompt": "done? $ARGUMENTS", "timeout": 1}]}]}
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps({"hooks": hooks}))
+    with FakeModel(text("answer"), text('{"ok": false, "reason": "late"}', delay=1.5)) as server:
+        r = agi("--hooks", str(path), "go", server=server)
+    assert r.returncode == 0 and r.stdout == "answer\n", r.stderr
+    assert "Stop hook" in r.stderr and "timed out after 1 s; ignored" in r.stderr
+
+
+def test_accept_edits_asks_about_edits_in_protected_directories(agi, tmp_path):
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    hook, plain = tmp_path / ".git" / "hooks" / "pre-commit", tmp_path / "notes.txt"
+    with FakeModel(
+        calls(
+            ("Write", {"file_path": str(hook), "content": "#!/bin/sh\n"}),
+            ("Write", {"file_path": str(plain), "content": "x"}),
+        ),
+        text("ok"),
+    ) as server:
+        r = agi("--permission-mode", "acceptEdits", "go", server=server)
+    assert r.returncode == 0, r.stderr
+    asked, wrote = tool_results(server.requests[1])
+    assert asked.startswith("Error: denied: permission mode acceptEdits asks for approval")
+    assert not hook.exists() and plain.read_text() == "x" and not wrote.startswith("Error")

@@ -137,7 +137,8 @@ def test_front_matter_model_picks_the_model(agi, tmp_path):
 @pytest.mark.parametrize(
     "body, problem",
     [
-        ("---\ndescription: [unclosed\n---\nx\n", "front matter"),
+        # `description: [unclosed` now reads as Claude Code's retry reads it (quoted)
+        ("---\ndescription: x\n<not a key>\n---\nx\n", "front matter"),
         ("---\ndescription: x\nno end\n", "not closed"),
     ],
 )

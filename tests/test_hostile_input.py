@@ -293,3 +293,35 @@ def test_meta_usage_of_any_json_reads_as_a_finite_usage(value):
     for n in (usage.input, usage.output, usage.cached, usage.cache_write, usage.reasoning):
         assert isinstance(n, int) and n >= 0
     assert usage.cost is None or math.isfinite(usage.cost)
+
+
+ollama_line = st.fixed_dictionaries(
+    {},
+    optional={
+        "message": any_json | st.fixed_dictionaries({}, optional={
+            "content": any_json, "thinking": any_json,
+            "tool_calls": any_json | st.lists(st.fixed_dictionaries({}, optional={
+                "id": any_json, "function": any_json | st.fixed_dictionaries(
+                    {}, optional={"name": any_json, "arguments": any_json}),
+            }), max_size=2),
+        }),
+        "done": any_json, "done_reason": any_json, "prompt_eval_count": any_json,
+        "eval_count": any_json,
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ollama_line, max_size=4))
+def test_ollama_lines_of_any_json_types_decode_or_fail_as_provider_errors(lines):
+    from agi.providers.ollama import OllamaAssembler
+
+    asm = OllamaAssembler()
+    try:
+        for line in lines:
+            asm.feed(line, "message")
+        reply = asm.finish()
+    except ProviderError:
+        return
+    for c in reply.tool_calls:
+        assert isinstance(c.id, str) and isinstance(c.name, str)

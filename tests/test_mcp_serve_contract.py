@@ -282,3 +282,20 @@ def test_a_calls_cwd_reaches_its_hooks(env, tmp_path):
     stderr = (tmp_path / "server-stderr").read_text()
     assert "agi: call 1: exit 0, 1 steps" in stderr and "agi: call 2: exit 0" in stderr
     assert "agi: call 3: refused: max_steps: must be a positive number" in stderr
+
+
+def test_under_a_server_budget_a_model_without_a_price_is_refused(env, tmp_path):
+    priced(tmp_path)
+    with FakeModel(text("priced")) as fake:
+        found: dict[str, Any] = {}
+
+        async def body() -> None:
+            async with connect(model_env(env, fake), tmp_path, "--max-cost", "1") as s:
+                found["unpriced"] = await s.call_tool("agi", {"prompt": "x", "model": "free-m"})
+                found["priced"] = await s.call_tool("agi", {"prompt": "x"})
+
+        run(body)
+        assert [r["model"] for r in fake.requests] == ["fake-model"]
+    line = one_line(found["unpriced"])
+    assert "free-m" in line and found["unpriced"].structured_content["exit"] == 2
+    assert found["priced"].structured_content["answer"] == "priced"

@@ -99,6 +99,9 @@ DASH_C = frozenset({"su", "runuser", "script", "flock", "sg"})
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash"})
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+RUNNERS = frozenset(  # commands that run what their arguments name
+    {"eval", "trap", "watch", "find", "exec", "source", ".", "command", "builtin"}
+) | WRAPPERS.keys() | DASH_C
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 SAFE_SHOPTS = frozenset(
     {"globstar", "nullglob", "dotglob", "extglob", "failglob", "nocaseglob", "nocasematch"}
@@ -196,6 +199,8 @@ def _wrapped(name: str, args: list[Word]) -> list[list[Word]]:
         return [] if name != "xargs" else [[Word("echo", "echo")]]
     if name == "coproc" and need(rest[0]) in RESERVED | {"((", "[["}:
         raise Unreducible
+    if name == "xargs" and program(need(rest[0])) in RUNNERS:
+        raise Unreducible  # `xargs env`: the command would come from stdin
     return [rest]
 
 

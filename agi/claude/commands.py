@@ -83,16 +83,14 @@ class Command:
         return f"{hint} — {text}" if hint and text else str(hint or text)
 
     def model_may_run(self) -> bool:
-        """Whether the SlashCommand tool offers it: as in Claude Code, its front matter has a
-        `description` and does not set `disable-model-invocation` (an unreadable file is not
-        offered)."""
+        """Whether the SlashCommand tool offers it: front matter `disable-model-invocation`
+        not true (an unreadable file is not offered). Unlike Claude Code, a command without a
+        `description` is offered too (CONTRACT section 21), by its name."""
         try:
             meta, _ = self.read()
         except UsageError:
             return False
-        described = isinstance(meta.get("description"), str) and meta["description"].strip()
-        disabled = meta.get("disable-model-invocation") in (True, "true", "True")
-        return bool(described) and not disabled
+        return meta.get("disable-model-invocation") not in (True, "true", "True")
 
 
 def _rooted_body(body: str, root: str) -> str:
@@ -141,8 +139,10 @@ def find_commands(
             name = f"{plugin}:{file.stem}" if plugin else file.stem
             label = "" if place.is_file() else "/".join(file.relative_to(place).parent.parts)
             first = next((c for c in found if c.name == name), None)
-            if first is not None and warnings is not None:
-                warnings.append(f"command /{name} ({file}) has the name of {first.path}; skipped")
+            if first is not None:  # skipped, warned or not
+                if warnings is not None:
+                    taken = f"has the name of {first.path}; skipped"
+                    warnings.append(f"command /{name} ({file}) {taken}")
                 continue
             found.append(Command(name, file, root, label))
     return found

@@ -29,6 +29,7 @@ from agi.errors import UsageError
 
 READ_ONLY = frozenset({"Read", "TempDir", "calculate", "Skill", "Task"})  # they change nothing
 EDITS = frozenset({"Write", "Edit"})
+PROTECTED = frozenset({".git", ".claude", ".vscode", ".idea", ".husky"})  # acceptEdits asks
 # commands whose second word names what they do: `git commit`, `npm run`, `docker build`
 SUBCOMMANDS = frozenset(
     {"apt", "apt-get", "brew", "bun", "cargo", "conda", "deno", "docker", "dotnet", "gh", "git"}
@@ -174,11 +175,15 @@ class Guard:
         return True
 
     def _inside(self, path: str, cwd: str) -> bool:
+        """Inside the working directory (or `roots`), and not in a protected directory there
+        (`.git`, `.claude`, ...: an edit there can run code or change agi's own settings; as in
+        Claude Code, acceptEdits asks about them)."""
         target = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
         for root in [cwd, *self.roots]:
             base = os.path.realpath(root)
             if target == base or target.startswith(base.rstrip("/") + "/"):
-                return True
+                inner = os.path.relpath(target, base).split(os.sep)
+                return not PROTECTED.intersection(inner[:-1])
         return False
 
     def _ask(
@@ -234,7 +239,9 @@ class Guard:
                 if kind == "addRules" and entry.get("behavior") in ("allow", "deny", "ask"):
                     for r in entry.get("rules") or []:
                         tool, content = r.get("toolName"), r.get("ruleContent")
-                        text = f"{tool}({content})" if content else str(tool)
+                        if not isinstance(tool, str) or not tool:
+                            raise ValueError("a rule needs a toolName")
+                        text = f"{tool}({content})" if content else tool
                         self.learn(parse_rule(text, entry["behavior"], source, os.getcwd()))
                 elif kind == "setMode":
                     self.set_mode(entry.get("mode"))  # type: ignore[arg-type]

@@ -330,7 +330,10 @@ def _summary(stdout: str) -> str:
     except ValueError:
         return ""
     value = data.get("rewakeSummary") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else ""
+    return value[:REWAKE_SUMMARY_MAX] if isinstance(value, str) else ""
+
+
+REWAKE_SUMMARY_MAX = 300  # characters of a hook's own rewakeSummary, as Claude Code cuts it
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:

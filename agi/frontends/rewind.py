@@ -107,9 +107,11 @@ def rewind_command(args: argparse.Namespace) -> int:
     timeout = getattr(args, "timeout", None)
     session.lock(time.monotonic() + float(timeout) if timeout else None, timeout)
     try:
+        session.load(repair=not args.dry_run)  # a torn last line ended: the record stands alone
         for warning in session.warnings:
             sys.stderr.write(f"agi: {warning}\n")
-        repair_records(path)
+        if not args.dry_run:  # a dry run changes nothing, not even a torn line
+            repair_records(path)
         turns, _ = read_turns(path)
         number = number or (turns[-1].number if turns else 1)  # `last`
         turn = next((t for t in turns if t.number == number), None)
@@ -134,7 +136,7 @@ def _rewind(
     if kind in ("both", "conversation") and not dry:
         rewind_conversation(session, turn)
     if not dry:
-        record_rewind(session.path, n, plan, kind, done)
+        record_rewind(session, n, plan, kind, done)
     others = sorted(plan.others & {p for _, p in actions}) if plan is not None else []
     for path in others:
         tail = "it would be restored" if dry else "restored"

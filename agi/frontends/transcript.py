@@ -10,6 +10,7 @@ from typing import Any
 from agi.decoding import one_line
 from agi.errors import UsageError
 from agi.frontends.render import escape_controls
+from agi.sessions.rewind import files_rewinds
 from agi.sessions.session import Session, iter_sessions, read_meta, session_size
 from agi.tools.sandbox import Policy
 
@@ -105,7 +106,9 @@ def show(path: Path) -> str:
         out.append(f"usage {usage_summary(meta['usage'], detail=True)}")
     replies = iter(model_times)
     copies = 0  # a compaction's copies of the turns it kept: already shown above
+    marks = files_rewinds(path)  # section 18: files-only rewinds, where they were made
     for i, m in enumerate(session.messages):
+        out += marks.pop(i, [])
         role = m.get("role")
         if i in session.hidden or copies:  # an unfinished compaction's lines; kept copies
             copies -= 0 if i in session.hidden else 1
@@ -126,6 +129,7 @@ def show(path: Path) -> str:
             if decision is not None:
                 out.append(_indent(_permission(decision)))
             out.append(_indent(f"⎿{timing} " + str(m.get("content", ""))))
+    out += [line for _, lines in sorted(marks.items()) for line in lines]
     for warning in session.warnings:
         out.append(f"(warning: {warning})")
     return escape_controls("\n".join(out))

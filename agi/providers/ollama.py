@@ -118,7 +118,8 @@ class OllamaAssembler(StreamAssembler):
             out.append(self._add_reasoning(message["thinking"]))
         if isinstance(message.get("content"), str) and message["content"]:
             out += self._emit(*self.think.feed(message["content"]))
-        for call in message.get("tool_calls") or []:  # each one whole, in one object
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:  # each one whole, in one object
             call = _dict(call)
             fn = _dict(call.get("function"))
             args = fn.get("arguments")

@@ -141,7 +141,8 @@ class Checkpoints:
         numbers = [r["turn"] for r in read_records(path) if isinstance(r.get("turn"), int)]
         self.turn = max(numbers, default=0) + 1
         self.snapped, self.touched, self.shadow = False, set(), None
-        first = self.session.redact((prompt.strip().splitlines() or [""])[0][:200])
+        # redacted whole, then cut: a key across the cut would leave a part of itself
+        first = self.session.redact((prompt.strip().splitlines() or [""])[0])[:200]
         record = {"turn": self.turn, "time": round(time.time(), 3), "prompt": first}
         record.update(start=len(self.session.messages), cwd=os.path.realpath(self.cwd))
         self.session.mark()

@@ -14,6 +14,7 @@ Conversation: a rewind record (agi.sessions.rewinds) appended to messages.jsonl.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from agi.sessions.checkpoints import append_record, load_blob, owner_of, read_records
 from agi.sessions.rewinds import REWIND
 from agi.sessions.shadow import (
+    EMPTY_BLOB,
     Change,
     Shadow,
     ShadowError,
@@ -147,12 +149,16 @@ def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -
             continue
         plan.now[cwd] = now.tree
         assert first.tree is not None
-        skipped = set(first.skipped) | set(now.skipped)
+        # over 5 MB at the checkpoint: no content to go back to, left alone; over 5 MB only
+        # now: put back (grown: it is in the checkpoint) or removed (created since)
+        skipped, before = set(first.skipped), _names(shadow, first.tree)
         changes = [c for c in shadow.changes(first.tree, now.tree) if c.path not in skipped]
+        made = sorted(set(now.skipped) - skipped - before)
+        changes += [Change("A", p, "000000", EMPTY_BLOB) for p in made]
         plan.groups.append((shadow, first.tree, changes))
-        # a file in neither tree (ignored, over 5 MB, in a nested repository) is Write's and
-        # Edit's to restore
-        known = _names(shadow, first.tree) | _names(shadow, now.tree)
+        # a file in neither tree (ignored, over 5 MB before, in a nested repository) is
+        # Write's and Edit's to restore
+        known = before | _names(shadow, now.tree) | set(made)
         covered.append((shadow, known - skipped))
         plan.others |= _others(shadow, mine, now.tree)
     seen: set[str] = set()
@@ -195,14 +201,19 @@ def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str]]]) -> bool:
 
 
 def _differs(home: Path, prior: dict[str, Any]) -> bool:
+    """Whether the file is not as Write or Edit found it (read without following a link or
+    waiting on a pipe put there since)."""
     path = prior["prior"]
     if prior["blob"] is None:
         return os.path.lexists(path)
     try:
-        with open(path, "rb") as f:
-            return f.read() != load_blob(home, prior["blob"])
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return True
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        return f.read() != load_blob(home, prior["blob"])
 
 
 def apply_files(plan: Plan, home: Path) -> tuple[list[str], list[str]]:
@@ -215,11 +226,11 @@ def apply_files(plan: Plan, home: Path) -> tuple[list[str], list[str]]:
     for prior in plan.priors:
         path = prior["prior"]
         try:
+            checked_path("/", path.lstrip("/"))  # never through a link put on the way
             if prior["blob"] is None:
-                if os.path.lexists(path) and not os.path.isdir(path):
+                if os.path.islink(path) or os.path.lexists(path) and not os.path.isdir(path):
                     os.unlink(path)
             else:
-                checked_path("/", path.lstrip("/"))
                 write_whole(path, load_blob(home, prior["blob"]), prior.get("mode", "100644"))
             done.append(path)
         except OSError as e:
@@ -236,20 +247,32 @@ def rewind_conversation(session: Any, turn: Turn) -> None:
         REWIND: {"turn": turn.number, "to": turn.start, "time": round(time.time(), 3)},
     }
     session.append(record)
+
+
+def record_rewind(session: Any, number: int, plan: Plan | None, kind: str, done: list[str]) -> None:
+    """`kind`: both, files or conversation. Counted in meta.json (for --list-sessions); `at`:
+    the messages the session held then (where --show puts a files-only rewind)."""
     session.load()
+    record: dict[str, Any] = {"rewind": number, "time": round(time.time(), 3), "kind": kind}
+    record.update(conversation=kind != "files", files=done, at=len(session.messages))
+    if plan is not None and plan.now:
+        record["before"] = plan.now  # the trees of the working directories before it
+    append_record(session.path, record)
     rewinds = session.meta.get("rewinds")
     session.write_meta(rewinds=(rewinds if isinstance(rewinds, int) else 0) + 1)
 
 
-def record_rewind(
-    session_path: Path, number: int, plan: Plan | None, kind: str, done: list[str]
-) -> None:
-    """`kind`: both, files or conversation."""
-    record: dict[str, Any] = {"rewind": number, "time": round(time.time(), 3), "kind": kind}
-    record.update(conversation=kind != "files", files=done)
-    if plan is not None and plan.now:
-        record["before"] = plan.now  # the trees of the working directories before it
-    append_record(session_path, record)
+def files_rewinds(session_path: Path) -> dict[int, list[str]]:
+    """For --show: the lines of the files-only rewinds (a conversation rewind has its record
+    in messages.jsonl), by the number of messages the session held when each was made."""
+    marks: dict[int, list[str]] = {}
+    for r in read_records(session_path):
+        at, number = r.get("at"), r.get("rewind")
+        if r.get("kind") == "files" and isinstance(at, int) and isinstance(number, int):
+            count = len(r.get("files") or [])
+            line = f"── files rewound to before turn {number} ({count} file{'s' * (count != 1)}) ──"
+            marks.setdefault(at, []).extend(["", line])
+    return marks
 
 
 def session_owner(session_path: Path) -> str:

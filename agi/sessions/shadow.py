@@ -30,6 +30,7 @@ MAX_FILE = 5 * 1024 * 1024
 MAX_FILES = 50_000
 ADD_LISTED = 2_000  # more changed files than this: `git add -A` over the whole tree
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 CONFIG = """[core]
 \trepositoryformatversion = 0
 \tfilemode = true
@@ -248,9 +249,9 @@ class Shadow:
         except ShadowError:
             specs = [".", *(f":(exclude,literal){p}" for p in [*big, *self.keep_out])]
             self.git(["add", "-A", *pathspec], _nul(specs), ok=(0, 1))
-        if indexed:  # grown past the limit since the last snapshot: out of it now
-            literal = [f":(literal){p}" for p in indexed]
-            self.git(["rm", "-q", "--cached", "--ignore-unmatch", *pathspec], _nul(literal))
+        if indexed:  # grown past the limit since the last snapshot: out of it now (not
+            # `git rm --cached`, which refuses a path whose index entry no commit holds)
+            self.git(["update-index", "-z", "--force-remove", "--stdin"], _nul(indexed))
         tree = self.git(["write-tree"]).decode().strip()
         return Snapshot(tree, big, files)
 

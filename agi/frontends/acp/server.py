@@ -304,6 +304,10 @@ class Server:
 
         from agi.frontends.acp.stdio import streams
 
+        if not self.verbose:  # the library logs failures (tracebacks) to stderr: -v shows them
+            import logging
+
+            logging.getLogger().addHandler(logging.NullHandler())
         self.loop = asyncio.get_running_loop()
         reader, writer = await streams(unread)
         try:

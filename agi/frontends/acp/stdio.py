@@ -71,7 +71,64 @@ def _pipe(fd: int) -> bool:
 
 
 async def streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """The library's reader (holding `unread` first) and writer over fds 0 and 1."""
+    """The library's reader (holding `unread` first; only JSON objects reach it) and writer
+    over fds 0 and 1."""
+    reader, writer = await _streams(unread)
+    return checked(reader, writer), writer
+
+
+def checked(source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> asyncio.StreamReader:
+    """A reader of the lines of `source` that are JSON objects. The others are answered here
+    as JSON-RPC says (-32700 for a line that is not JSON, -32600 for one that is not an
+    object or is too long), where the library would end the connection or log a traceback."""
+    target = asyncio.StreamReader(limit=LIMIT)
+
+    async def pump() -> None:
+        try:
+            while True:
+                try:
+                    line = await source.readline()
+                except ValueError:  # longer than LIMIT: dropped up to its end
+                    _refuse(writer, -32600, f"Invalid Request: a message over {LIMIT} bytes")
+                    continue
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                problem = _problem(line)
+                if problem is None:
+                    target.feed_data(line if line.endswith(b"\n") else line + b"\n")
+                else:
+                    _refuse(writer, *problem)
+        finally:
+            target.feed_eof()
+
+    task = asyncio.ensure_future(pump())
+    _pumps.add(task)
+    task.add_done_callback(_pumps.discard)
+    return target
+
+
+_pumps: set[asyncio.Future[Any]] = set()  # the running pumps (tasks are weakly held)
+
+
+def _problem(line: bytes) -> tuple[int, str] | None:
+    """None for a JSON object, else the error to answer."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return (-32700, "Parse error: a line that is not JSON")
+    if not isinstance(message, dict):
+        return (-32600, "Invalid Request: a message must be a JSON object")
+    return None
+
+
+def _refuse(writer: asyncio.StreamWriter, code: int, message: str) -> None:
+    reply = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    writer.write((json.dumps(reply, separators=(",", ":")) + "\n").encode())
+
+
+async def _streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LIMIT)
     if unread:

@@ -44,10 +44,11 @@ class Writer:
     line; the main thread takes it before a hard exit, so no line is begun after that.
 
     What holds: a line is in FILE whole or (only if the process is killed during the write,
-    or the write fails) cut short as FILE's last line, never followed by another. Linux writes
-    a regular file page by page and stops between pages when the process is killed, so a
-    SIGKILL during the write of a line longer than a page can leave a head of it; a rerun cuts
-    such a last line off (done_keys) before appending. A short or failed write (a full disk, a
+    or the write fails) cut short as FILE's last line, never followed by another. Linux copies
+    a write into a regular file a page at a time and may stop between pages when the process
+    is killed, so a SIGKILL during the write of a line that straddles a page boundary of the
+    file can leave a head of it; a rerun cuts such a last line off (done_keys) before
+    appending. A short or failed write (a full disk, a
     file size limit) is cut back to the line's start at once and ends the appending: `failed`
     holds the reason, the lines after it go to stdout only, and no job starts after it."""
 

@@ -1,0 +1,559 @@
+"""Checkpoints and rewind (CONTRACT section 18), a second look: what tests/test_checkpoints.py
+leaves out, each driven through the real executable against real commands.
+
+- a user's global git configuration (hooks, fsmonitor, hooksPath, attributes, filters, in
+  HOME/.gitconfig and XDG) and the project's own: agi's shadow git runs none of it, and the
+  project's .git stays byte-identical (every file and directory, nothing new);
+- MCP tools, user tools and Terminal count as file-changing;
+- a plain directory with sed -i, rm, mv, cp, redirections, links and modes;
+- --dry-run changes nothing; a files-only rewind shows in --show and --list-sessions;
+- the API key reaches no checkpoint file (git objects and kept contents decompressed);
+- links: restored as links, never written through, not even for Write's created files;
+- files over 5 MB: grown past the limit by a turn or created by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import AGI, start_agi
+from fakeserver import FakeModel, call, text
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+KEY = "sk-review-0123456789abcdefSECRETKEYvalue"
+
+
+def git(work: Path, *args: str, home: Path | None = None) -> str:
+    """The user's own git, with a neutral configuration (before the hostile one is written)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "XDG_"))}
+    env.update(HOME=str(home or work), GIT_CONFIG_NOSYSTEM="1")
+    cmd = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args]
+    done = subprocess.run(cmd, cwd=work, check=True, capture_output=True, text=True, env=env)
+    return done.stdout
+
+
+def state(root: Path) -> dict[str, str]:
+    """Every entry under `root`, byte for byte: files (content, mode, mtime), directories,
+    links; nothing may appear, vanish or change."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                out[rel] = "link " + os.readlink(path)
+            elif os.path.isdir(path):
+                out[rel] = f"dir {oct(st.st_mode)}"
+            else:
+                with open(path, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                out[rel] = f"file {oct(st.st_mode)} {st.st_mtime_ns} {digest}"
+    return out
+
+
+def tree(work: Path) -> dict[str, tuple[str, bytes]]:
+    """The working directory (not .git): files with their executable bit, links as links."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(os.fsencode(work)):
+        if dirpath == os.fsencode(work) and b".git" in dirnames:
+            dirnames.remove(b".git")
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, os.fsencode(work))
+            if os.path.islink(path):
+                out[rel] = ("link", os.readlink(path))
+            elif os.path.isdir(path):
+                out[rel] = ("dir", b"")
+            else:
+                with open(path, "rb") as f:
+                    kind = "exec" if os.access(path, os.X_OK) else "file"
+                    out[rel] = (kind, f.read())
+    return out
+
+
+def turn(agi, work: Path, session: Path, *steps, prompt: str = "do it", extra_env=None):
+    with FakeModel(*steps, text("ok")) as server:
+        r = agi("-s", str(session), prompt, server=server, cwd=work, extra_env=extra_env)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def bash(command: str):
+    return call("Bash", command=command)
+
+
+def records(session: Path) -> list[dict]:
+    lines = (session / "checkpoints.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in lines if x.strip()]
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A git work tree whose user has every hook and program git can run configured globally
+    (HOME/.gitconfig, XDG_CONFIG_HOME/git/*) and in the project (.git/config, .git/hooks,
+    .gitattributes); each one, when run, appends to `ran`. Returns (work, extra_env, ran)."""
+    if GIT is None:
+        pytest.skip("git is not installed")
+    work, home, xdg = tmp_path / "project", tmp_path / "home", tmp_path / "xdg"
+    ran = tmp_path / "ran.log"
+    for d in (work, home, xdg / "git", tmp_path / "hooks"):
+        d.mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    for name, data in {"a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n"}.items():
+        (work / name).write_text(data)
+    (work / "sub").mkdir()
+    (work / "sub" / "x.txt").write_text("x\n")
+    (work / ".gitignore").write_text("build/\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "one")
+
+    def script(path: Path, what: str) -> Path:
+        path.write_text(f"#!/bin/sh\necho '{what}' \"$@\" >> '{ran}'\ncat\nexit 0\n")
+        path.chmod(0o755)
+        return path
+
+    hooks = [
+        "pre-commit",
+        "post-commit",
+        "post-checkout",
+        "post-merge",
+        "post-index-change",
+        "reference-transaction",
+        "pre-auto-gc",
+        "post-rewrite",
+        "fsmonitor-watchman",
+    ]
+    for hook in hooks:
+        script(tmp_path / "hooks" / hook, f"global hook {hook}")
+        script(work / ".git" / "hooks" / hook, f"project hook {hook}")
+    fsmonitor = script(tmp_path / "fsmonitor", "fsmonitor")
+    filt = script(tmp_path / "filter", "filter")
+    (home / "attributes").write_text("* filter=evil diff=evil merge=evil\n")
+    (home / "excludes").write_text("*\n")  # were it read, nothing would be snapshotted
+    (home / "included").write_text(f"[core]\n\tpager = {filt}\n\tfsmonitor = {fsmonitor}\n")
+    global_config = (
+        "[core]\n"
+        f"\thooksPath = {tmp_path / 'hooks'}\n\tfsmonitor = {fsmonitor}\n"
+        f"\tattributesFile = {home / 'attributes'}\n\texcludesFile = {home / 'excludes'}\n"
+        "\tuntrackedCache = true\n\tsplitIndex = true\n\tautocrlf = true\n"
+        f'[filter "evil"]\n\tclean = {filt} clean\n\tsmudge = {filt} smudge\n'
+        f"\tprocess = {filt} process\n\trequired = true\n"
+        f'[diff "evil"]\n\ttextconv = {filt}\n\tcommand = {filt}\n'
+        f"[diff]\n\texternal = {filt}\n"
+        f"[include]\n\tpath = {home / 'included'}\n"
+        f"[gc]\n\tauto = 1\n\tautoDetach = false\n"
+        "[index]\n\tversion = 4\n"
+        "[feature]\n\tmanyFiles = true\n"
+    )
+    (home / ".gitconfig").write_text(global_config)
+    (xdg / "git" / "config").write_text(global_config)
+    (xdg / "git" / "attributes").write_text("* filter=evil\n")
+    (xdg / "git" / "ignore").write_text("*\n")
+    with (work / ".git" / "config").open("a") as f:
+        f.write(global_config)
+    (work / ".gitattributes").write_text("* filter=evil\n")  # the user's own, uncommitted
+    extra = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(xdg),
+        "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor'='{fsmonitor}'",
+        "GIT_DIR": str(work / ".git"),  # a shell that exported these: never agi's git's
+        "GIT_INDEX_FILE": str(work / ".git" / "index"),
+    }
+    return work, extra, ran
+
+
+@needs_git
+def test_a_hostile_git_configuration_runs_nothing_and_dot_git_stays_byte_identical(
+    agi, hostile, tmp_path
+):
+    work, extra, ran = hostile
+    session = tmp_path / "s"
+    dot_git = state(work / ".git")
+    before = tree(work)
+    turn(
+        agi,
+        work,
+        session,
+        bash(
+            "unset GIT_DIR GIT_INDEX_FILE GIT_CONFIG_PARAMETERS; sed -i s/alpha/ALPHA/ a.txt"
+            " && rm b.txt && mv c.txt c2.txt && echo new > new.txt && printf 'm\\n' >> sub/x.txt"
+            " && mkdir -p made/deep && echo m > made/deep/m.txt && echo b > build/out 2>/dev/null"
+            "; true"
+        ),
+        extra_env=extra,
+    )
+    turn(agi, work, session, bash("echo two >> a.txt; rm -r sub"), prompt="two", extra_env=extra)
+    listed = agi("-s", str(session), "--rewind", cwd=work, extra_env=extra)
+    assert listed.returncode == 0, listed.stderr
+    assert "new.txt" in listed.stdout and "made/deep/m.txt" in listed.stdout  # nothing excluded
+    dry = agi("-s", str(session), "--rewind", "1", "--dry-run", cwd=work, extra_env=extra)
+    assert dry.returncode == 0, dry.stderr
+    r = agi("-s", str(session), "--rewind-files", "2", cwd=work, extra_env=extra)
+    assert r.returncode == 0, r.stderr
+    r = agi("-s", str(session), "--rewind", "1", cwd=work, extra_env=extra)
+    assert r.returncode == 0, r.stderr
+    assert tree(work) == before
+    assert state(work / ".git") == dot_git  # byte for byte, and nothing new
+    assert not ran.exists(), ran.read_text()  # no hook, fsmonitor, filter, pager, diff driver
+    shadow = next((tmp_path / "agi-home" / "checkpoints").glob("*-project"))
+    assert not list(shadow.glob("hooks/*")) or all(
+        p.name.endswith(".sample") for p in shadow.glob("hooks/*")
+    )
+
+
+@needs_git
+def test_a_plain_directory_with_real_commands(agi, tmp_path):
+    work = tmp_path / "plain"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    (work / "b.txt").write_text("beta\n")
+    (work / "c.txt").write_text("gamma\n")
+    (work / "run.sh").write_text("echo hi\n")
+    (work / "data").mkdir()
+    (work / "data" / "d.csv").write_text("1,2\n")
+    (work / "link").symlink_to("a.txt")
+    session = tmp_path / "s"
+    before = tree(work)
+    turn(
+        agi,
+        work,
+        session,
+        bash(
+            "sed -i 's/alpha/ALPHA/' a.txt && rm b.txt && mv c.txt moved.txt && cp moved.txt"
+            " copy.txt && echo over > data/d.csv && echo more >> a.txt && chmod +x run.sh"
+            " && rm link && ln -s moved.txt link && mkdir -p x/y && echo z > x/y/z.txt"
+            " && mv data data2"
+        ),
+    )
+    assert not (work / "data").exists() and (work / "link").resolve().name == "moved.txt"
+    assert not (tmp_path / "agi-home" / "checkpoints" / "files").exists()  # Bash: no copies
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert tree(work) == before
+    assert not (work / "x").exists() and not (work / "data2").exists()
+    assert not [p for p in work.rglob("*.agi-rewind.tmp")]
+
+
+def _user_tool(where: Path) -> Path:
+    desc = {
+        "name": "stamp",
+        "description": "writes stamp.txt",
+        "parameters": {"type": "object", "properties": {"word": {"type": "string"}}},
+    }
+    where.mkdir()
+    path = where / "stamp"
+    path.write_text(
+        "#!/bin/sh\n"
+        f"if [ \"$1\" = --describe ]; then echo '{json.dumps(desc)}'; exit 0; fi\n"
+        "cat > stamp.txt\necho stamped\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+MCP_SERVER = """
+import sys
+try:
+    from mcp.server.mcpserver import MCPServer as FastMCP
+except ImportError:
+    from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("files")
+
+@server.tool()
+def put(path: str, text: str) -> str:
+    "Write a file."
+    with open(path, "w") as f:
+        f.write(text)
+    return "written"
+
+server.run()
+"""
+
+
+@needs_git
+def test_user_tools_mcp_tools_and_terminal_take_a_checkpoint(agi, tmp_path):
+    """Each turn's only tool call is a user tool, an MCP tool or a Terminal: each gets a
+    snapshot before it, and rewinding removes what it made and restores what it changed."""
+    pytest.importorskip("mcp", reason="the mcp package is not installed")
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "kept.txt").write_text("kept\n")
+    (work / "stamp.txt").write_text("old stamp\n")
+    tool = _user_tool(tmp_path / "tools")
+    server = tmp_path / "files_server.py"
+    server.write_text(MCP_SERVER)
+    mcp = tmp_path / "mcp.json"
+    spec = {"command": sys.executable, "args": [str(server)], "cwd": str(work)}
+    mcp.write_text(json.dumps({"mcpServers": {"files": spec}}))
+    session = tmp_path / "s"
+    before = tree(work)
+    with FakeModel(call("stamp", word="new"), text("ok")) as model:
+        r = agi("-s", str(session), "--tool", str(tool), "user", server=model, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert "word" in (work / "stamp.txt").read_text()
+    with FakeModel(call("mcp__files__put", path="mcp.txt", text="from mcp\n"), text("ok")) as m:
+        r = agi("-s", str(session), "--mcp", str(mcp), "mcp", server=m, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "mcp.txt").read_text() == "from mcp\n"
+    start = call("Terminal", action="start", command="echo t > term.txt; rm kept.txt")
+    with FakeModel(start, text("ok")) as model:
+        r = agi("-s", str(session), "terminal", server=model, cwd=work)
+    assert r.returncode == 0, r.stderr
+    deadline = time.monotonic() + 30
+    while not (work / "term.txt").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    trees = {x["turn"]: x for x in records(session) if "tree" in x}
+    assert sorted(trees) == [1, 2, 3]  # a snapshot before each turn's only tool call
+    listed = json.loads(agi("-s", str(session), "--rewind", "--output", "json", cwd=work).stdout)
+    files = [t["files"] for t in listed["turns"]]
+    assert files == [["stamp.txt"], ["mcp.txt"], ["kept.txt", "term.txt"]]
+    r = agi("-s", str(session), "--rewind-files", "3", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["removed term.txt", "restored kept.txt"]
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert tree(work) == before
+
+
+def test_a_read_only_turn_takes_no_snapshot(agi, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    session = tmp_path / "s"
+    turn(agi, work, session, call("Read", file_path="a.txt"))
+    assert [x for x in records(session) if "tree" in x or "untracked" in x] == []
+    assert not (tmp_path / "agi-home" / "checkpoints").exists()
+
+
+@needs_git
+def test_dry_run_changes_nothing(agi, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo A > a.txt; echo n > n.txt"))
+    (work / "a.txt").write_text("by someone else\n")
+    with (session / "checkpoints.jsonl").open("a") as f:
+        f.write('{"turn": 7, "torn')  # even a torn line is left as it is
+    work_before, session_before = state(work), state(session)
+    for flags in (["--rewind", "1"], ["--rewind-files", "1"], ["--rewind-conversation", "1"]):
+        r = agi("-s", str(session), *flags, "--dry-run", cwd=work)
+        assert r.returncode == 0, r.stderr
+        assert state(work) == work_before and state(session) == session_before
+    r = agi("-s", str(session), "--rewind", "1", "--dry-run", cwd=work)
+    assert sorted(r.stdout.splitlines()) == [
+        "would remove n.txt",
+        "would restore a.txt",
+        "would rewind the conversation to before turn 1",
+    ]
+    assert r.stderr == "agi: a.txt was changed by someone else since turn 1; it would be restored\n"
+
+
+@needs_git
+def test_a_files_rewind_shows_in_show_and_list_sessions(agi, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo n > n.txt"), prompt="one")
+    turn(agi, work, session, prompt="two")
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "removed n.txt\n"
+    shown = agi("--show", str(session))
+    assert shown.returncode == 0, shown.stderr
+    assert "── files rewound to before turn 1 (1 file) ──" in shown.stdout
+    assert "1 rewind" in agi("--list-sessions").stdout
+    with FakeModel(text("three")) as model:
+        assert agi("-s", str(session), "three", server=model, cwd=work).returncode == 0
+    sent = [m["content"] for m in model.requests[0]["messages"] if m["role"] == "user"]
+    assert sent == ["one", "two", "three"]  # the conversation is untouched
+    r = agi("-s", str(session), "--rewind-conversation", "2", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert "2 rewinds" in agi("--list-sessions").stdout
+    listing = agi("-s", str(session), "--rewind", cwd=work).stdout
+    assert "to before turn 1 (files)" in listing and "to before turn 2 (conversation)" in listing
+
+
+def _all_bytes(root: Path) -> bytes:
+    """Every file under root, with git's loose objects, packs and agi's kept contents
+    decompressed."""
+    out = []
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        out.append(data)
+        try:
+            out.append(zlib.decompress(data))
+        except zlib.error:
+            pass
+    for shadow in root.rglob("checkpoints/*"):
+        if (shadow / "objects").is_dir():
+            env = {**os.environ, "GIT_DIR": str(shadow)}
+            done = subprocess.run(
+                ["git", "cat-file", "--batch-all-objects", "--batch"],
+                env=env,
+                capture_output=True,
+                check=True,
+            )
+            out.append(done.stdout)
+    return b"\n".join(out)
+
+
+@needs_git
+def test_the_api_key_reaches_no_checkpoint_file(agi, tmp_path):
+    """The key sits in the prompt's first line where the recorded prompt is cut (200
+    characters), and in the environment a command dumps: no checkpoint file holds any of it."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    session = tmp_path / "s"
+    prompt = "x" * 186 + f" {KEY} and more\nsecond line {KEY}"
+    extra = {"AGI_API_KEY": KEY, "MY_TOKEN_COPY": f"prefix-{KEY}"}
+    with FakeModel(
+        bash('env > env.txt; echo "$AGI_API_KEY$MY_TOKEN_COPY" > key.txt'),
+        call("Write", file_path="w.txt", content="written\n"),
+        call("Edit", file_path="a.txt", old_string="alpha", new_string="beta"),
+        text("ok"),
+    ) as server:
+        r = agi("-s", str(session), prompt, server=server, cwd=work, extra_env=extra)
+    assert r.returncode == 0, r.stderr
+    assert "MY_TOKEN_COPY" not in (work / "env.txt").read_text()
+    with FakeModel(bash("echo again > w.txt"), text("ok")) as server:
+        r = agi("-s", str(session), prompt, server=server, cwd=work, extra_env=extra)
+    assert r.returncode == 0, r.stderr
+    r = agi("-s", str(session), "--rewind", "1", cwd=work, extra_env=extra)
+    assert r.returncode == 0, r.stderr
+    listed = agi("-s", str(session), "--rewind", cwd=work, extra_env=extra).stdout
+    everything = _all_bytes(tmp_path / "agi-home") + _all_bytes(session) + listed.encode()
+    assert b"xxxxxxxx" in everything  # the prompt is there (redacted)
+    for part in (KEY, KEY[:12], KEY[-12:]):
+        assert part.encode() not in everything, part
+
+
+@needs_git
+def test_links_are_restored_as_links_and_never_written_through(agi, tmp_path):
+    """A turn replaces a file and a directory by links to places outside the working
+    directory; the rewind puts the file and the directory back and leaves the outside alone."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.txt").write_text("outside x\n")
+    (outside / "a.txt").write_text("outside a\n")
+    work = tmp_path / "w"
+    (work / "sub").mkdir(parents=True)
+    (work / "sub" / "x.txt").write_text("inside x\n")
+    (work / "a.txt").write_text("inside a\n")
+    (work / "rel").symlink_to("a.txt")
+    (work / "abs").symlink_to(outside / "a.txt")
+    session = tmp_path / "s"
+    before, outside_before = tree(work), state(outside)
+    turn(
+        agi,
+        work,
+        session,
+        bash(
+            f"rm a.txt && ln -s {outside}/a.txt a.txt && mv sub sub.bak && ln -s {outside} sub"
+            " && rm rel && echo plain > rel && rm abs && ln -s a.txt abs"
+        ),
+    )
+    outside_now = state(outside)
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert tree(work) == before
+    assert os.readlink(work / "rel") == "a.txt" and os.readlink(work / "abs") == str(
+        outside / "a.txt"
+    )
+    assert not (work / "sub").is_symlink() and (work / "sub" / "x.txt").read_text() == "inside x\n"
+    assert state(outside) == outside_now == outside_before
+
+
+@needs_git
+def test_a_rewind_never_removes_through_a_link_put_where_write_made_a_file(agi, tmp_path):
+    """Write creates a file in an ignored directory (only Write's record covers it); someone
+    then replaces that directory by a link to a place holding a file of the same name. The
+    rewind must not remove that file through the link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "new.txt").write_text("precious\n")
+    work = tmp_path / "w"
+    (work / "build").mkdir(parents=True)
+    (work / ".gitignore").write_text("build/\n")
+    session = tmp_path / "s"
+    turn(agi, work, session, call("Write", file_path="build/gen/new.txt", content="gen\n"))
+    shutil.rmtree(work / "build" / "gen")
+    (work / "build" / "gen").symlink_to(outside)
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert (outside / "new.txt").read_text() == "precious\n"
+    assert r.returncode == 1 and "symbolic link" in r.stderr, r.stderr
+
+
+@needs_git
+def test_files_over_5_mb_grown_or_created_by_a_turn(agi, tmp_path):
+    """A file that grew past 5 MB in a turn is put back (its prior content is in the
+    snapshot); one the turn created over 5 MB is removed; one over 5 MB before is left alone."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "grows.bin").write_bytes(b"small\n")
+    (work / "was_big.bin").write_bytes(b"\0" * (6 << 20))
+    session = tmp_path / "s"
+    turn(
+        agi,
+        work,
+        session,
+        bash(
+            "head -c 6000000 /dev/zero >> grows.bin && head -c 6000000 /dev/zero > made.bin"
+            " && echo tail >> was_big.bin"
+        ),
+    )
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "grows.bin").read_bytes() == b"small\n"
+    assert not (work / "made.bin").exists()
+    assert (work / "was_big.bin").stat().st_size == (6 << 20) + 5
+
+
+@needs_git
+def test_kills_during_a_restore_in_a_git_work_tree_leave_dot_git_alone(agi, tmp_path, env):
+    work = tmp_path / "w"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    for i in range(600):
+        (work / f"f{i:04}.txt").write_text(f"old {i}\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "one")
+    dot_git, before = state(work / ".git"), tree(work)
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("sed -i s/old/new/ *.txt && rm f0001.txt && mv f0002.txt m"))
+    for delay in (0.15, 0.3, 0.5, 0.8):
+        proc = start_agi([AGI, "-s", str(session), "--rewind-files", "1"], {**env, "PWD": "/"})
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        assert state(work / ".git") == dot_git
+        for name, (_, data) in tree(work).items():
+            if name.endswith(b".agi-rewind.tmp") or name == b"m":
+                continue
+            i = int(name[1:5])
+            assert data in (f"old {i}\n".encode(), f"new {i}\n".encode()), name
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert tree(work) == before and state(work / ".git") == dot_git
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
