@@ -15,7 +15,7 @@ import pytest
 from acp_client import Agent, Recorder, acp, agi_argv, run, wait_for
 
 from conftest import AGI
-from fakeserver import FakeModel, call, calls, status, text
+from fakeserver import FakeModel, call, calls, hang, status, text
 
 pytestmark = pytest.mark.timeout(180)
 SUMMARY_MARK = "Summarise the conversation above for an assistant"
@@ -798,4 +798,145 @@ def test_lines_that_are_not_json_rpc_are_answered_and_the_agent_goes_on(env, tmp
         assert agent.stderr == b""
 
     with FakeModel(text("yes")) as server:
+        run(go(server))
+
+
+def test_cancel_works_while_the_turn_waits_for_a_session_a_shell_run_holds(env, tmp_path):
+    """`agi -s SESSIONID` in a shell holds the session while it runs; the editor's prompt for
+    the same session waits for it, and a cancel still ends that prompt."""
+    from conftest import start_agi
+
+    async def go(server: FakeModel, shell_server: FakeModel) -> None:
+        client = Recorder()
+        async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start()
+            shell = start_agi([AGI, "-s", sid, "from the shell"], fake_env(env, shell_server))
+            try:
+                await wait_for(lambda: shell_server.requests)  # the shell run holds the lock
+                turn = asyncio.ensure_future(agent.prompt(sid, "from the editor"))
+                await asyncio.sleep(0.5)
+                assert not turn.done() and not server.requests  # waiting for the session
+                await agent.conn.cancel(session_id=sid)
+                assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
+            finally:
+                shell.kill()
+                shell.wait()
+            assert (await agent.prompt(sid, "now")).stop_reason == "end_turn"
+            await agent.close()
+            agent.assert_valid()
+
+    with FakeModel(text("editor")) as server, FakeModel(hang()) as shell_server:
+        run(go(server, shell_server))
+
+
+def test_cancelling_one_session_leaves_the_other_running(env, tmp_path):
+    def step(body: dict) -> dict:
+        if body["messages"][-1]["content"] == "wait":
+            return hang()
+        return text("the other answer", delay=0.2)
+
+    async def go(server: FakeModel) -> None:
+        client = Recorder()
+        async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+            one = await agent.start()
+            two = (await agent.conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            waiting = asyncio.ensure_future(agent.prompt(one, "wait"))
+            await wait_for(lambda: server.requests)
+            other = asyncio.ensure_future(agent.prompt(two, "answer"))
+            await wait_for(lambda: len(server.requests) == 2)
+            await agent.conn.cancel(session_id=one)
+            assert (await asyncio.wait_for(waiting, 10)).stop_reason == "cancelled"
+            assert (await asyncio.wait_for(other, 30)).stop_reason == "end_turn"
+            assert client.text(two) == "the other answer" and client.text(one) == ""
+            await agent.close()
+            agent.assert_valid()
+
+    with FakeModel(step) as server:
+        run(go(server))
+
+
+def test_an_http_mcp_server_from_session_new_joins_the_tools(env, tmp_path):
+    pytest.importorskip("mcp", reason="the mcp package is not installed")
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    helper = Path(__file__).parent / "mcp_servers" / "server.py"
+    mcp = subprocess.Popen(
+        [sys.executable, str(helper), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+        async def go(server: FakeModel) -> None:
+            client = Recorder(answer="allow_once")
+            async with Agent(agi_argv(AGI), fake_env(env, server), tmp_path, client) as agent:
+                http = acp.schema.HttpMcpServer(
+                    name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http"
+                )
+                sid = await agent.start(mcp_servers=[http])
+                await agent.prompt(sid, "add")
+                await agent.close()
+                agent.assert_valid()
+            assert "mcp__web__add" in {t["function"]["name"] for t in server.requests[0]["tools"]}
+            assert tool_results(server.requests[-1]) == ["5"]
+
+        with FakeModel(call("mcp__web__add", a=2, b=3), text("5")) as server:
+            run(go(server))
+    finally:
+        mcp.kill()
+        mcp.wait()
+
+
+def _bwrap_works() -> bool:
+    from agi.errors import UsageError
+    from agi.tools.sandbox import Policy
+
+    try:
+        Policy.load("read-only").check()
+    except UsageError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _bwrap_works(), reason="bwrap is missing or cannot create namespaces")
+def test_the_sandbox_holds_for_the_editors_files_and_commands(env, tmp_path):
+    """--sandbox workspace: the workspace is the session's directory (not the one agi was
+    started in); a Write outside it is refused before it reaches the editor
+    (fs/write_text_file), and a command cannot write there either."""
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = tmp_path / "outside.txt"
+
+    async def go(server: FakeModel) -> None:
+        client = Recorder(files={}, answer="allow_once")
+        argv = agi_argv(AGI, "--sandbox", "workspace", "--permission-mode", "bypassPermissions")
+        async with Agent(argv, fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start(fs=True, cwd=work)
+            await agent.prompt(sid, "escape")
+            await agent.close()
+            agent.assert_valid()
+        assert client.writes == [(str(work / "in.txt"), "in\n")]
+        results = tool_results(server.requests[-1])
+        assert results[0].startswith("Created") and "Error" in results[1]
+        assert not outside.exists()
+
+    with FakeModel(
+        calls(
+            ("Write", {"file_path": str(work / "in.txt"), "content": "in\n"}),
+            ("Write", {"file_path": str(outside), "content": "out\n"}),
+            ("Bash", {"command": f"echo out > {outside}"}),
+        ),
+        text("done"),
+    ) as server:
         run(go(server))

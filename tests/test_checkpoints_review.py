@@ -77,6 +77,8 @@ def tree(work: Path) -> dict[str, tuple[str, bytes]]:
                 out[rel] = ("link", os.readlink(path))
             elif os.path.isdir(path):
                 out[rel] = ("dir", b"")
+            elif not os.path.isfile(path):
+                out[rel] = ("special", b"")
             else:
                 with open(path, "rb") as f:
                     kind = "exec" if os.access(path, os.X_OK) else "file"
@@ -84,9 +86,9 @@ def tree(work: Path) -> dict[str, tuple[str, bytes]]:
     return out
 
 
-def turn(agi, work: Path, session: Path, *steps, prompt: str = "do it", extra_env=None):
+def turn(agi, work: Path, session: Path, *steps, prompt="do it", extra_env=None, args=()):
     with FakeModel(*steps, text("ok")) as server:
-        r = agi("-s", str(session), prompt, server=server, cwd=work, extra_env=extra_env)
+        r = agi("-s", str(session), *args, prompt, server=server, cwd=work, extra_env=extra_env)
     assert r.returncode == 0, r.stderr
     return r
 
@@ -225,6 +227,10 @@ def test_a_plain_directory_with_real_commands(agi, tmp_path):
     (work / "data").mkdir()
     (work / "data" / "d.csv").write_text("1,2\n")
     (work / "link").symlink_to("a.txt")
+    (work / "with space.txt").write_text("space\n")
+    with open(os.fsencode(work) + b"/caf\xe9\nold.txt", "wb") as f:
+        f.write(b"latin-1 name\n")
+    os.mkfifo(work / "pipe")  # neither snapshotted nor waited on
     session = tmp_path / "s"
     before = tree(work)
     turn(
@@ -232,19 +238,21 @@ def test_a_plain_directory_with_real_commands(agi, tmp_path):
         work,
         session,
         bash(
-            "sed -i 's/alpha/ALPHA/' a.txt && rm b.txt && mv c.txt moved.txt && cp moved.txt"
-            " copy.txt && echo over > data/d.csv && echo more >> a.txt && chmod +x run.sh"
-            " && rm link && ln -s moved.txt link && mkdir -p x/y && echo z > x/y/z.txt"
-            " && mv data data2"
+            "echo changed > 'with space.txt' && rm caf*old.txt && echo n > $'new\\nline \\xff.txt'"
+            " && mkfifo pipe2 && sed -i 's/alpha/ALPHA/' a.txt && rm b.txt && mv c.txt moved.txt"
+            " && cp moved.txt copy.txt && echo over > data/d.csv && echo more >> a.txt"
+            " && chmod +x run.sh && rm link && ln -s moved.txt link && mkdir -p x/y"
+            " && echo z > x/y/z.txt && mv data data2"
         ),
     )
     assert not (work / "data").exists() and (work / "link").resolve().name == "moved.txt"
     assert not (tmp_path / "agi-home" / "checkpoints" / "files").exists()  # Bash: no copies
     r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
     assert r.returncode == 0, r.stderr
-    assert tree(work) == before
+    assert {k: v for k, v in tree(work).items() if k != b"pipe2"} == before
     assert not (work / "x").exists() and not (work / "data2").exists()
     assert not [p for p in work.rglob("*.agi-rewind.tmp")]
+    assert (work / "pipe2").exists()  # not a file: left alone
 
 
 def _user_tool(where: Path) -> Path:
@@ -328,6 +336,27 @@ def test_user_tools_mcp_tools_and_terminal_take_a_checkpoint(agi, tmp_path):
     r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
     assert r.returncode == 0, r.stderr
     assert tree(work) == before
+
+
+def test_checkpoints_off_take_nothing_and_a_rewind_says_so(agi, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    session = tmp_path / "s"
+    steps = (bash("echo A > a.txt"), call("Write", file_path="b.txt", content="b\n"))
+    r = turn(agi, work, session, *steps, extra_env=None, prompt="one", args=("--no-checkpoints",))
+    assert r.stderr == ""
+    (tmp_path / "config.toml").write_text("checkpoints = false\n")
+    turn(agi, work, session, call("Edit", file_path="b.txt", old_string="b", new_string="c"))
+    assert not (tmp_path / "agi-home" / "checkpoints").exists()  # no shadow, no kept contents
+    listed = agi("-s", str(session), "--rewind", cwd=work).stdout.splitlines()
+    assert listed[1].strip() == listed[3].strip() == "files unknown (checkpoints off)"
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.stderr == (
+        "agi: turn 1 had no snapshot (checkpoints off): its files are not restored\n"
+    )
+    assert (work / "a.txt").read_text() == "A\n" and (work / "b.txt").read_text() == "c\n"
 
 
 def test_a_read_only_turn_takes_no_snapshot(agi, tmp_path):
@@ -447,6 +476,26 @@ def test_the_api_key_reaches_no_checkpoint_file(agi, tmp_path):
 
 
 @needs_git
+def test_a_config_file_holding_the_key_is_never_snapshotted_nor_removed(agi, tmp_path):
+    """agi run where its config file (with the API key) lies inside the working directory
+    (a home directory): the file is kept out of every snapshot, and a rewind run without
+    AGI_CONFIG (so it does not know the file) still leaves it alone."""
+    work = tmp_path / "home"
+    (work / ".config" / "agi").mkdir(parents=True)
+    config = work / ".config" / "agi" / "config.toml"
+    config.write_text(f'api_key = "{KEY}"\n')
+    (work / "a.txt").write_text("alpha\n")
+    session = tmp_path / "s"
+    extra = {"AGI_CONFIG": str(config)}
+    turn(agi, work, session, bash("echo A > a.txt"), extra_env=extra)
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work, extra_env={"AGI_CONFIG": ""})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "restored a.txt\n"
+    assert config.read_text() == f'api_key = "{KEY}"\n'
+    assert KEY.encode() not in _all_bytes(tmp_path / "agi-home")
+
+
+@needs_git
 def test_links_are_restored_as_links_and_never_written_through(agi, tmp_path):
     """A turn replaces a file and a directory by links to places outside the working
     directory; the rewind puts the file and the directory back and leaves the outside alone."""
@@ -525,6 +574,69 @@ def test_files_over_5_mb_grown_or_created_by_a_turn(agi, tmp_path):
     assert (work / "grows.bin").read_bytes() == b"small\n"
     assert not (work / "made.bin").exists()
     assert (work / "was_big.bin").stat().st_size == (6 << 20) + 5
+
+
+@needs_git
+def test_an_acp_sessions_turns_can_be_rewound_from_the_shell(agi, env, tmp_path):
+    """An editor that cannot rewind: its session's turns are listed and rewound by `agi
+    --rewind` in a shell."""
+    pytest.importorskip("acp", reason="the acp package is not installed")
+    from acp_client import Agent, Recorder, agi_argv, run
+
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    (work / "w.txt").write_text("before\n")
+    before = tree(work)
+    steps = (
+        bash("sed -i s/alpha/ALPHA/ a.txt && echo n > made.txt"),
+        call("Write", file_path=str(work / "w.txt"), content="after\n"),
+        text("done"),
+    )
+
+    async def go(server: FakeModel) -> str:
+        client = Recorder()
+        argv = agi_argv(AGI, "--permission-mode", "bypassPermissions")
+        e = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+        async with Agent(argv, e, work, client) as agent:
+            sid = await agent.start()
+            assert (await agent.prompt(sid, "change things")).stop_reason == "end_turn"
+            assert await agent.close() == 0
+        return sid
+
+    with FakeModel(*steps) as server:
+        sid = run(go(server))
+    assert (work / "w.txt").read_text() == "after\n"
+    listed = agi("-s", sid, "--rewind", cwd=work).stdout.splitlines()
+    assert listed[0].endswith("change things")
+    assert listed[1].strip() == "a.txt, made.txt, w.txt"
+    r = agi("-s", sid, "--rewind", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert tree(work) == before
+
+
+@needs_git
+def test_a_damaged_shadow_index_or_a_stale_lock_is_rebuilt(agi, tmp_path):
+    """What a git killed with agi may leave (a torn index, a lock): the next snapshot starts
+    the session's index afresh, silently, and the rewinds still work."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo one > a.txt"), prompt="one")
+    (index,) = (tmp_path / "agi-home" / "checkpoints").glob("*/index-*")
+    index.write_bytes(b"x" * 100)  # unreadable
+    index.with_name(index.name + ".lock").write_bytes(b"")
+    r = turn(agi, work, session, bash("echo two > a.txt; echo b > b.txt"), prompt="two")
+    assert "checkpoints" not in r.stderr
+    assert [x["turn"] for x in records(session) if "tree" in x] == [1, 2]
+    r = agi("-s", str(session), "--rewind-files", "2", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "a.txt").read_text() == "one\n" and not (work / "b.txt").exists()
+    index.write_bytes(b"DIRC garbage")
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "a.txt").read_text() == "alpha\n"
 
 
 @needs_git

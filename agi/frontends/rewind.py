@@ -166,6 +166,7 @@ def _rewind(
 def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tuple[Any, ...]:
     """Plan (and unless `dry`, carry out) the rewind of the files: (plan, actions, done,
     failed)."""
+    from agi.sessions.checkpoints import OFF
     from agi.sessions.rewind import apply_files, plan_files
     from agi.sessions.shadow import ShadowError
 
@@ -177,10 +178,13 @@ def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tup
         sys.stderr.write(f"agi: {warning}\n")
     untracked = [t for t in turns if t.number >= n and t.untracked]
     if untracked:
-        sys.stderr.write(
-            f"agi: turn {untracked[0].number} had no snapshot ({untracked[0].untracked}): "
-            "only what Write and Edit changed is restored\n"
+        first = untracked[0]
+        what = (
+            "its files are not restored"
+            if first.untracked == OFF
+            else "only what Write and Edit changed is restored"
         )
+        sys.stderr.write(f"agi: turn {first.number} had no snapshot ({first.untracked}): {what}\n")
     done, failed = ([], []) if dry else apply_files(plan, home)
     return plan, plan.paths(), done, failed
 
@@ -219,7 +223,7 @@ def quoted(path: str) -> str:
 def listing(path: Path, home: Path, as_json: bool = False) -> str:
     """The session's turns: number, time, the prompt's first line, the files changed."""
     from agi.decoding import one_line
-    from agi.sessions.checkpoints import owner_of
+    from agi.sessions.checkpoints import OFF, owner_of
     from agi.sessions.rewind import changed_in, read_turns
 
     turns, rewinds = read_turns(path)
@@ -249,7 +253,9 @@ def listing(path: Path, home: Path, as_json: bool = False) -> str:
         what = "files unknown" if files is None else ", ".join(shown) or "no files changed"
         if files is not None and len(files) > 12:
             what += f" (and {len(files) - 12} more; --output json lists them all)"
-        if r["untracked"]:
+        if r["untracked"] == OFF:
+            what += f" ({OFF})"
+        elif r["untracked"]:
             what += f" (no snapshot: {r['untracked']}; only Write and Edit recorded)"
         mark = "  (rewound)" if r["rewound"] else ""
         prompt = one_line(r["prompt"])  # a prompt's escape sequences never reach the terminal

@@ -42,11 +42,20 @@ READ_ONLY = frozenset(
     {"Read", "calculate", "TempDir", "Skill", "Task", "Glob", "Grep", "LS", "TodoWrite"}
 )
 WRITERS = ("Write", "Edit")
+OFF = "checkpoints off"
 
 
 def owner_of(session_path: Path) -> str:
     """The key of a session's index and records in shadow repositories."""
     return key_of(os.path.realpath(session_path))
+
+
+def kept_out(session_path: Path, home: Path) -> tuple[Path, ...]:
+    """Never snapshotted nor restored: the session, $AGI_HOME, and the config file (it may
+    hold the API key)."""
+    from agi.config import config_path
+
+    return (session_path, home, config_path())
 
 
 def read_records(session_path: Path) -> list[dict[str, Any]]:
@@ -145,6 +154,8 @@ class Checkpoints:
         first = self.session.redact((prompt.strip().splitlines() or [""])[0])[:200]
         record = {"turn": self.turn, "time": round(time.time(), 3), "prompt": first}
         record.update(start=len(self.session.messages), cwd=os.path.realpath(self.cwd))
+        if not self.files:  # so that a rewind of its files can say why nothing comes back
+            record["untracked"] = OFF
         self.session.mark()
         append_record(path, record)
 
@@ -180,7 +191,7 @@ class Checkpoints:
         if cwd == home or cwd.startswith(home.rstrip("/") + "/"):  # agi's own state: never
             append_record(self.session.path, {"turn": self.turn, "untracked": "inside AGI_HOME"})
             return
-        keep_out = (self.session.path, self.home)
+        keep_out = kept_out(self.session.path, self.home)
         shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out)
         started = time.monotonic()
         try:
@@ -200,6 +211,8 @@ class Checkpoints:
         self.shadow = shadow
         took = round(time.monotonic() - started, 3)
         record = {"turn": self.turn, "tree": snap.tree, "cwd": cwd, "files": snap.files}
+        if shadow.keep_out:  # a rewind keeps out the same (whatever its environment)
+            record["kept_out"] = shadow.keep_out
         record["seconds"] = took  # what the snapshot took (not in trace.jsonl: not a model step)
         if snap.skipped:
             record["skipped"] = snap.skipped

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi.sessions.checkpoints import append_record, load_blob, owner_of, read_records
+from agi.sessions.checkpoints import (
+    OFF,
+    append_record,
+    kept_out,
+    load_blob,
+    owner_of,
+    read_records,
+)
 from agi.sessions.rewinds import REWIND
 from agi.sessions.shadow import (
     EMPTY_BLOB,
@@ -46,6 +53,7 @@ class Turn:
     untracked: str | None = None
     priors: list[dict[str, Any]] = field(default_factory=list)
     rewound: bool = False
+    kept_out: list[str] = field(default_factory=list)  # relative to cwd: never snapshotted
 
 
 def read_turns(session_path: Path) -> tuple[list[Turn], list[dict[str, Any]]]:
@@ -73,6 +81,7 @@ def read_turns(session_path: Path) -> tuple[list[Turn], list[dict[str, Any]]]:
             continue
         if isinstance(r.get("tree"), str):
             turn.tree, turn.skipped = r["tree"], list(r.get("skipped") or [])
+            turn.kept_out = [str(p) for p in r.get("kept_out") or []]
         elif isinstance(r.get("end"), str):
             turn.end = r["end"]
         elif "untracked" in r:
@@ -92,7 +101,9 @@ def shown(path: str, cwd: str) -> str:
 
 
 def changed_in(turn: Turn, turns: list[Turn], home: Path, owner: str) -> list[str] | None:
-    """The files a turn changed (None: unknown, the turn never ended)."""
+    """The files a turn changed (None: unknown, the turn never ended or took no checkpoint)."""
+    if turn.untracked == OFF:
+        return None
     paths = [shown(p["prior"], turn.cwd) for p in turn.priors]
     if turn.tree is not None:
         after = turn.end
@@ -135,13 +146,14 @@ class Plan:
 def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -> Plan:
     """What rewinding the files to before turn `number` does; the session's directory and
     $AGI_HOME are never touched."""
-    plan, owner, keep_out = Plan(), owner_of(session_path), (session_path, home)
+    plan, owner, keep_out = Plan(), owner_of(session_path), kept_out(session_path, home)
     since = [t for t in turns if t.number >= number]
     covered: list[tuple[Shadow, set[str]]] = []  # the paths the snapshots speak for
     for cwd in dict.fromkeys(t.cwd for t in since if t.tree):
         mine = [t for t in since if t.cwd == cwd]
         first = next(t for t in mine if t.tree)
-        shadow = Shadow(home, cwd, owner, keep_out)
+        recorded = {Path(cwd, p) for t in mine for p in t.kept_out}  # kept out back then
+        shadow = Shadow(home, cwd, owner, (*keep_out, *recorded))
         try:
             now = shadow.snapshot()
         except TooMany:

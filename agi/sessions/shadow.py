@@ -171,15 +171,11 @@ class Shadow:
 
     def tidy(self) -> None:
         """Locks and temporary files of a killed run (we hold the session's lock: ours)."""
-        for lock in (self.index.with_name(self.index.name + ".lock"),):
-            if lock.exists():
-                lock.unlink()
-        raw = read_bytes(self.journal) if self.journal.exists() else None
-        for name in (raw or b"").split(b"\0"):
+        self.index.with_name(self.index.name + ".lock").unlink(missing_ok=True)
+        for name in (read_bytes(self.journal) or b"").split(b"\0"):
             if name and os.path.lexists(name) and not os.path.isdir(name):
                 os.unlink(name)
-        if raw is not None:
-            self.journal.unlink()
+        self.journal.unlink(missing_ok=True)
 
     def indexed(self) -> int:
         """How many files the session's index holds (from its header)."""
@@ -217,14 +213,26 @@ class Shadow:
             if proc.poll() is None and count > MAX_FILES:
                 proc.kill()
             proc.stdout.close()
-            proc.wait()
+        if proc.wait() != 0:  # an unreadable index: never a snapshot that misses changes
+            raise ShadowError(f"git ls-files failed (exit {proc.returncode})")
         # each entry: "? PATH" (new) or "C PATH" (in the index, changed or gone)
         return [os.fsdecode(p) for p in b"".join(chunks).split(b"\0") if p], count
 
     def snapshot(self) -> Snapshot:
-        """The work tree now, as a tree object. One walk of the tree (`listing`); then only
-        the files it found changed or new are added (all of them the first time)."""
+        """The work tree now, as a tree object; a damaged index (a git killed with agi) is
+        dropped and the snapshot taken afresh."""
         self.ensure()
+        try:
+            return self._snapshot()
+        except ShadowError:
+            if not self.index.exists():
+                raise
+            self.index.unlink()
+            return self._snapshot()
+
+    def _snapshot(self) -> Snapshot:
+        """One walk of the tree (`listing`); then only the files it found changed or new are
+        added (all of them the first time)."""
         fresh = not self.index.exists()
         changed, files = self.listing()
         big, indexed = [], []  # over MAX_FILE; of those, the ones the index holds
@@ -292,8 +300,7 @@ class Shadow:
                     done.append(change.path)
                 except (OSError, ShadowError) as e:
                     failed.append(f"{change.path}: {getattr(e, 'strerror', None) or e}")
-        if self.journal.exists():
-            self.journal.unlink()
+        self.journal.unlink(missing_ok=True)
         return done, failed
 
     def _remove(self, rel: str, tree: str) -> None:
@@ -324,10 +331,7 @@ class Blobs:
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:
-            assert self.proc.stdin is not None and self.proc.stdout is not None
-            self.proc.stdin.close()
-            self.proc.stdout.close()
-            self.proc.wait()
+            self.proc.communicate()  # closes its input: it ends
 
     def read(self, sha: str) -> bytes:
         if self.proc is None:

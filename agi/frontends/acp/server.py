@@ -51,7 +51,7 @@ class Server:
         mode = settings.permissions.mode if settings.permissions is not None else "default"
         self.mode = mode if mode in MODES else "default"
 
-    def settings_for(self, model: str | None, mcp: list[Any]) -> Any:
+    def settings_for(self, model: str | None, mcp: list[Any], cwd: str | None = None) -> Any:
         from agi.options import overlay
         from agi.settings import Settings
 
@@ -62,7 +62,21 @@ class Server:
         if mcp:
             tools = dataclasses.replace(settings.tools, mcp=[*settings.tools.mcp, *mcp])
             settings = dataclasses.replace(settings, tools=tools)
+        if cwd is not None and settings.sandbox.mode == "workspace" and not self.allow_write():
+            from agi.tools.sandbox import Policy  # the workspace is the session's directory
+
+            sandbox = Policy.load("workspace", (), not settings.sandbox.network, cwd=cwd)
+            settings = dataclasses.replace(settings, sandbox=sandbox)
         return settings
+
+    def allow_write(self) -> bool:
+        """Whether --allow-write (or the config file's or environment's) names directories."""
+        from agi.config import config_path, load_file
+        from agi.options import env_layer, file_layer, resolve
+
+        path = config_path()
+        layers = [file_layer(load_file(path), path), env_layer(), self.flags]
+        return resolve(layers).options.allow_write is not None
 
     def make_run(self, settings: Any, view: Any, session: Any, meter: Any = None) -> Any:
         from agi.frontends.acp.turn import EditorRun

@@ -63,7 +63,7 @@ class EditorSession:
         from agi.claude.permissions import Permissions
         from agi.messages import Usage
 
-        settings = self.server.settings_for(self.model, self.mcp)
+        settings = self.server.settings_for(self.model, self.mcp, self.cwd)
         given = settings.permissions or Permissions()
         self.learned = [*self.rules.rules(), *given.rules]  # "always" answers join it
         settings = dataclasses.replace(settings, permissions=Permissions(self.learned, self.mode))

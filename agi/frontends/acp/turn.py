@@ -3,8 +3,13 @@ and mode, and a word to the editor when an allowed call starts."""
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from agi.errors import Cancelled, TimeLimit
 from agi.frontends.acp.files import through_editor
 from agi.frontends.acp.permissions import EditorAsk, Started
 from agi.run import Run
@@ -29,3 +34,33 @@ class EditorRun(Run):
         if guard is not None and not isinstance(guard, Started):
             agent.toolbox.guard = Started(guard, self.editor)
         return agent
+
+    @contextmanager
+    def locked(self) -> Iterator[Any]:
+        """Run.locked, waiting for a session another process holds (`agi -s` in a shell) in
+        short slices, so that a cancel ends the wait."""
+        ctx, real = self.ctx, self.ctx.deadline
+        while True:
+            if self.editor.cancelled.is_set():
+                raise Cancelled()
+            now = time.monotonic()
+            ctx.deadline = now + SLICE if real is None else min(real, now + SLICE)
+            held = super().locked()
+            try:
+                session = held.__enter__()
+                break
+            except TimeLimit:
+                if real is not None and time.monotonic() >= real:
+                    raise
+            finally:
+                ctx.deadline = real
+        try:
+            yield session
+        except BaseException:
+            if not held.__exit__(*sys.exc_info()):
+                raise
+        else:
+            held.__exit__(None, None, None)
+
+
+SLICE = 0.2  # seconds of waiting for the session's lock between looks at a cancel
