@@ -270,8 +270,9 @@ def choose(settings: Settings, ctx: Context, session: Session) -> list[Any]:
     available = list(ctx.tools or [])
     if _offers_task(settings) and ctx.depth < MAX_DEPTH:
         available.append(Task(settings.agents, Spawner(settings, ctx, session)))
-    allow = settings.tools.allow
-    return available if allow is None else [t for t in available if t.name in allow]
+    allow, exclude = settings.tools.allow, set(settings.tools.exclude)
+    chosen = available if allow is None else [t for t in available if t.name in allow]
+    return [t for t in chosen if t.name not in exclude]
 
 
 class Spawner:

@@ -75,6 +75,7 @@ class ToolSources:
     allow: list[str] | None = None  # --tools: the names offered (None: all)
     none: bool = False  # --no-tools
     allow_source: str = "--tools"  # where the allowlist came from, for errors
+    exclude: list[str] = field(default_factory=list)  # never offered (an agent's disallowedTools)
 
 
 @dataclass
@@ -118,11 +119,14 @@ class Settings:
     stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
 
     def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
-        """A subagent's settings: its file's prompt, tools and model; no ghost exchanges."""
+        """A subagent's settings: its file's prompt, tools (less its `disallowedTools`) and
+        model; no ghost exchanges."""
         tools = self.tools
         if agent.tools is not None:
             allowed = [t for t in agent.tools if self.tools.allow is None or t in self.tools.allow]
             tools = dataclasses.replace(self.tools, allow=allowed)
+        if agent.disallowed:
+            tools = dataclasses.replace(tools, exclude=[*tools.exclude, *agent.disallowed])
         return dataclasses.replace(
             self,
             model=model or self.model,

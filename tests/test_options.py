@@ -271,3 +271,18 @@ def test_the_repl_assembles_each_turn_from_that_turns_options(agi, env, tmp_path
     assert "denied" in results[-1] and "two" not in results[-1]
     assert server.requests[4]["messages"][0]["content"].startswith("Be terse.")
     assert not server.requests[3]["messages"][0]["content"].startswith("Be terse.")
+
+
+def test_a_subagents_disallowed_tools_are_never_offered_to_it(agi, tmp_path):
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads only\ndisallowedTools: Bash, Write\n---\nRead.\n"
+    )
+    script = [call("Task", subagent_type="reader", description="d", prompt="p"), text("sub")]
+    with FakeModel(*script, text("done")) as server:
+        r = agi("--agents", str(agents), "go", server=server)
+    assert r.returncode == 0, r.stderr
+    parent, sub = offered(server.requests[0]), offered(server.requests[1])
+    assert "Bash" in parent and "Write" in parent
+    assert "Bash" not in sub and "Write" not in sub and "Read" in sub

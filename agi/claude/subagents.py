@@ -26,6 +26,7 @@ class AgentFile:
     description: str
     system: str
     tools: list[str] | None = None  # None: the parent's tools
+    disallowed: list[str] = field(default_factory=list)  # `disallowedTools`: never offered
     model: str | None = None  # None or "inherit": the parent's model
     path: Path | None = field(default=None, repr=False)
     note: str = field(default="", repr=False)  # a warning for the user: what was not read
@@ -42,42 +43,52 @@ def read_agent(path: Path) -> AgentFile:
     note = ""
     if problem is not None:
         meta = {"description": f"Agent {path.stem} (its front matter could not be read)"}
-        if "tools" in written_keys(lines):
-            meta["tools"] = _tools_line(lines, problem)
+        for key in ("tools", "disallowedTools"):  # dropping either would widen what it may do
+            if key in written_keys(lines):
+                meta[key] = _tools_line(lines, problem, key)
         note = f"agent file {path}: front matter: {problem}; loaded without it, as Claude Code does"
     name = meta.get("name") or path.stem
     description = meta.get("description")
     if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
         raise ValueError("'name' and 'description' are required in the front matter")
-    tools = meta.get("tools")
-    if isinstance(tools, str):
-        tools = [t.strip() for t in tools.split(",") if t.strip()]
-    listed = isinstance(tools, list) and all(isinstance(t, str) for t in tools)
-    if tools is not None and not listed:
-        raise ValueError("'tools' must be a comma-separated string or a list")
+    tools = _names(meta.get("tools"), "tools")
+    disallowed = _names(meta.get("disallowedTools"), "disallowedTools") or []
     model = meta.get("model")
     return AgentFile(
         name,
         " ".join(description.split()),
         body.strip(),
         tools,
+        disallowed,
         model if isinstance(model, str) and model != "inherit" else None,
         path,
         note,
     )
 
 
-def _tools_line(lines: list[str], problem: str) -> Any:
-    """The `tools` of an unreadable front matter: its one `tools: ...` line, read alone."""
+def _names(value: Any, key: str) -> list[str] | None:
+    """A list of tool names: a comma-separated string or a list of strings."""
+    if isinstance(value, str):
+        value = [t.strip() for t in value.split(",") if t.strip()]
+    if value is not None and not (
+        isinstance(value, list) and all(isinstance(t, str) for t in value)
+    ):
+        raise ValueError(f"'{key}' must be a comma-separated string or a list")
+    return value
+
+
+def _tools_line(lines: list[str], problem: str, key: str = "tools") -> Any:
+    """The `tools` (or `disallowedTools`) of an unreadable front matter: its one line, read
+    alone."""
     from agi.claude.skills import FrontMatterError, parse_front_matter
 
-    found = [line for line in lines if line.startswith("tools:")]
+    found = [line for line in lines if line.startswith(f"{key}:")]
     try:
-        tools = parse_front_matter(found).get("tools") if len(found) == 1 else None
+        tools = parse_front_matter(found).get(key) if len(found) == 1 else None
     except FrontMatterError:
         tools = None
     if not tools:
-        raise ValueError(f"front matter: {problem} (and its `tools` cannot be read: refused)")
+        raise ValueError(f"front matter: {problem} (and its `{key}` cannot be read: refused)")
     return tools
 
 
