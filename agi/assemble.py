@@ -42,6 +42,7 @@ class Context:
     ask: Any = None  # the front end's permission question (agi.claude.asking); None: terminal
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
+    on_child_event: Callable[[Any], None] | None = None  # ACP: subagents' events (tool calls)
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -297,7 +298,7 @@ class Spawner:
         )
         child = assemble(settings, session, self.ctx.deeper(), agent_type=agent.name)
         try:
-            return str(drain(child.run(prompt)).text)
+            return str(drain(child.run(prompt), self.ctx.on_child_event).text)
         except (ProviderError, LimitReached) as e:
             raise ToolError(f"the subagent failed: {e}") from e
         finally:

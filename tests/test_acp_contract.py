@@ -396,9 +396,9 @@ def test_accept_edits_asks_outside_the_working_directory_and_for_commands(env, t
             await agent.prompt(sid, "edit")
             await agent.close()
             agent.assert_valid()
-        asked = [r["toolCall"]["title"] for r in client.asked]
-        assert asked == [f"Write {outside}", "Bash: echo hi"]
-        assert client.asked[0]["toolCall"]["content"][0]["type"] == "diff"
+        asked = {r["toolCall"]["title"]: r["toolCall"] for r in client.asked}  # in any order
+        assert sorted(asked) == ["Bash: echo hi", f"Write {outside}"]
+        assert asked[f"Write {outside}"]["content"][0]["type"] == "diff"
         results = tool_results(server.requests[-1])
         assert results[0].startswith("Edited") and "said no" in results[1]
         assert (work / "in.txt").read_text() == "out\n" and not outside.exists()
@@ -939,4 +939,48 @@ def test_the_sandbox_holds_for_the_editors_files_and_commands(env, tmp_path):
         ),
         text("done"),
     ) as server:
+        run(go(server))
+
+
+def test_a_subagents_writes_and_edits_show_their_diffs_when_nothing_asks(env, tmp_path):
+    """acceptEdits: a Task's subagent writes and edits inside the working directory without
+    asking; the editor still sees those calls, with their diffs."""
+    kept = tmp_path / "kept.txt"
+    kept.write_text("old\n")
+
+    def step(body: dict) -> dict:
+        last = body["messages"][-1]
+        if last["role"] == "user" and "SUBTASK" in str(last["content"]):
+            return calls(
+                ("Write", {"file_path": str(tmp_path / "sub.txt"), "content": "sub\n"}),
+                ("Edit", {"file_path": str(kept), "old_string": "old", "new_string": "new"}),
+            )
+        if last["role"] == "tool":
+            return text("main done" if "sub done" in str(last["content"]) else "sub done")
+        return call("Task", description="edit", prompt="SUBTASK")
+
+    async def go(server: FakeModel) -> None:
+        client = Recorder(answer="reject_once")
+        argv = agi_argv(AGI, "--permission-mode", "acceptEdits")
+        async with Agent(argv, fake_env(env, server), tmp_path, client) as agent:
+            sid = await agent.start()
+            assert (await agent.prompt(sid, "delegate")).stop_reason == "end_turn"
+            await agent.close()
+            agent.assert_valid()
+        assert client.asked == []
+        starts = {u["title"]: u for u in client.of(sid, "tool_call")}
+        write, edit = starts[f"Write {tmp_path / 'sub.txt'}"], starts[f"Edit {kept}"]
+        assert write["content"] == [
+            {"type": "diff", "path": str(tmp_path / "sub.txt"), "newText": "sub\n"}
+        ]
+        assert edit["content"] == [
+            {"type": "diff", "path": str(kept), "oldText": "old\n", "newText": "new\n"}
+        ]
+        closed = ends(client, sid)
+        for start in (write, edit):
+            assert closed[start["toolCallId"]]["status"] == "completed"
+            assert closed[start["toolCallId"]]["content"][0] == start["content"][0]
+        assert kept.read_text() == "new\n" and client.text(sid) == "main done"
+
+    with FakeModel(step) as server:
         run(go(server))

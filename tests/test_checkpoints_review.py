@@ -26,6 +26,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from test_nvim import NVIM, editor, manifest, until  # noqa: F401  (Neovim fixtures)
 
 from conftest import AGI, start_agi
 from fakeserver import FakeModel, call, text
@@ -173,7 +174,16 @@ def hostile(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
         "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor'='{fsmonitor}'",
         "GIT_DIR": str(work / ".git"),  # a shell that exported these: never agi's git's
         "GIT_INDEX_FILE": str(work / ".git" / "index"),
+        "GIT_WORK_TREE": str(work),
+        "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.hooksPath",
+        "GIT_CONFIG_VALUE_0": str(tmp_path / "hooks"),
+        "GIT_TEMPLATE_DIR": str(tmp_path / "templates"),
     }
+    (tmp_path / "templates" / "hooks").mkdir(parents=True)
+    for hook in hooks:
+        script(tmp_path / "templates" / "hooks" / hook, f"template hook {hook}")
     return work, extra, ran
 
 
@@ -190,7 +200,7 @@ def test_a_hostile_git_configuration_runs_nothing_and_dot_git_stays_byte_identic
         work,
         session,
         bash(
-            "unset GIT_DIR GIT_INDEX_FILE GIT_CONFIG_PARAMETERS; sed -i s/alpha/ALPHA/ a.txt"
+            "unset ${!GIT_*}; sed -i s/alpha/ALPHA/ a.txt"
             " && rm b.txt && mv c.txt c2.txt && echo new > new.txt && printf 'm\\n' >> sub/x.txt"
             " && mkdir -p made/deep && echo m > made/deep/m.txt && echo b > build/out 2>/dev/null"
             "; true"
@@ -211,9 +221,7 @@ def test_a_hostile_git_configuration_runs_nothing_and_dot_git_stays_byte_identic
     assert state(work / ".git") == dot_git  # byte for byte, and nothing new
     assert not ran.exists(), ran.read_text()  # no hook, fsmonitor, filter, pager, diff driver
     shadow = next((tmp_path / "agi-home" / "checkpoints").glob("*-project"))
-    assert not list(shadow.glob("hooks/*")) or all(
-        p.name.endswith(".sample") for p in shadow.glob("hooks/*")
-    )
+    assert all(p.name.endswith(".sample") for p in shadow.glob("hooks/*"))
 
 
 @needs_git
@@ -616,6 +624,83 @@ def test_an_acp_sessions_turns_can_be_rewound_from_the_shell(agi, env, tmp_path)
 
 
 @needs_git
+def test_json_output_with_names_that_are_not_utf8(agi, tmp_path):
+    """--output json of the listing and of a rewind, with a name of Latin-1 bytes: valid
+    JSON, the bytes kept as surrogate escapes (what os.fsdecode makes of them)."""
+    work = tmp_path / "w"
+    work.mkdir()
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo x > $'caf\\xe9.txt'"))
+    listed = agi("-s", str(session), "--rewind", "--output", "json", cwd=work)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["turns"][0]["files"] == ["caf\udce9.txt"]
+    r = agi("-s", str(session), "--rewind-files", "1", "--output", "json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["removed"] == [str(work) + "/caf\udce9.txt"]
+    assert os.listdir(work) == []
+
+
+@needs_git
+def test_a_rewinds_own_changes_are_not_someone_elses(agi, tmp_path):
+    """After a rewind of turn 2, a rewind of turn 1 names no file as changed by someone else:
+    the files the first rewind put back were agi's doing."""
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    (work / "b.txt").write_text("beta\n")
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo A > a.txt"), prompt="one")
+    turn(agi, work, session, bash("echo AA > a.txt; echo B > b.txt"), prompt="two")
+    r = agi("-s", str(session), "--rewind-files", "2", cwd=work)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    (work / "person.txt").write_text("a person's\n")
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["removed person.txt", "restored a.txt"]
+    assert r.stderr == "agi: person.txt was changed by someone else since turn 1; restored\n"
+
+
+def test_a_conversation_rewind_after_a_torn_line_stands_alone(agi, tmp_path):
+    """A run killed mid-write left a torn last line in messages.jsonl: the rewind record is
+    appended on a line of its own, and the session goes on."""
+    session = tmp_path / "s"
+    turn(agi, tmp_path, session, prompt="one")
+    turn(agi, tmp_path, session, prompt="two")
+    with (session / "messages.jsonl").open("a") as f:
+        f.write('{"role": "assistant", "content": "tor')
+    r = agi("-s", str(session), "--rewind-conversation", "2")
+    assert r.returncode == 0, r.stderr
+    last = json.loads((session / "messages.jsonl").read_text().splitlines()[-1])
+    assert last["rewind"]["turn"] == 2
+    with FakeModel(text("three")) as model:
+        assert agi("-s", str(session), "three", server=model).returncode == 0
+    sent = [m["content"] for m in model.requests[0]["messages"] if m["role"] == "user"]
+    assert sent == ["one", "three"]
+
+
+@needs_git
+def test_one_session_in_two_directories(agi, tmp_path):
+    """Turns of one session that worked in two directories: a rewind restores both."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for d in (one, two):
+        d.mkdir()
+        (d / "a.txt").write_text(f"{d.name}\n")
+    session = tmp_path / "s"
+    before = (tree(one), tree(two))
+    turn(agi, one, session, bash("echo changed > a.txt; echo n > n.txt"), prompt="in one")
+    turn(agi, two, session, bash("rm a.txt; mkdir d; echo m > d/m.txt"), prompt="in two")
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == [
+        "removed one/n.txt",
+        "removed two/d/m.txt",
+        "restored one/a.txt",
+        "restored two/a.txt",
+    ]
+    assert (tree(one), tree(two)) == before
+
+
+@needs_git
 def test_a_damaged_shadow_index_or_a_stale_lock_is_rebuilt(agi, tmp_path):
     """What a git killed with agi may leave (a torn index, a lock): the next snapshot starts
     the session's index afresh, silently, and the rewinds still work."""
@@ -665,6 +750,42 @@ def test_kills_during_a_restore_in_a_git_work_tree_leave_dot_git_alone(agi, tmp_
     r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
     assert r.returncode == 0, r.stderr
     assert tree(work) == before and state(work / ".git") == dot_git
+
+
+@needs_git
+@pytest.mark.skipif(NVIM is None, reason="needs nvim >= 0.10 and pynvim")
+def test_agirewind_reloads_unmodified_buffers_and_names_modified_ones(tmp_path, editor):  # noqa: F811
+    """:AgiRewind in a real headless Neovim: of the buffers whose files the request changed,
+    the unmodified one (a name with a space) is reloaded, the one with unsaved edits is kept
+    and named; a file the request created is removed."""
+    work = tmp_path / "w"
+    work.mkdir()
+    one, two = work / "one file.txt", work / "two.txt"
+    one.write_text("one\n")
+    two.write_text("two\n")
+    change = bash("echo ONE > 'one file.txt'; echo TWO > two.txt; echo new > made.txt")
+    with FakeModel(change, text("```python\nX = 2\n```")) as server:
+        ed = editor(server, setup={"tools": ["Bash"], "warmup": False})
+        ed.command(f"cd {work}")
+        bufs = {}
+        for path in (one, two):
+            ed.lua("vim.cmd.edit(vim.fn.fnameescape(...))", str(path))
+            bufs[path] = int(ed.nvim.current.buffer.number)
+        ed.buffer(["X = 1"])
+        ed.command("AgiRefactor make it two")
+        (event,) = ed.done()
+        assert event["status"] == "done", event
+        for path in (one, two):
+            ed.lua(f"vim.api.nvim_buf_call({bufs[path]}, function() vim.cmd('edit!') end)")
+        assert ed.lines(bufs[one]) == ["ONE"]
+        ed.lua(f"vim.api.nvim_buf_set_lines({bufs[two]}, 0, -1, false, {{'my unsaved edit'}})")
+        ed.command("AgiRewind")
+        until(lambda: ed.lines(bufs[one]) == ["one"], "the unmodified buffer is reloaded", 30)
+        until(lambda: "rewound 3 files" in ed.messages(), "the rewind is reported", 30)
+        assert ed.lines(bufs[two]) == ["my unsaved edit"]
+        assert "not reloaded (unsaved changes): two.txt" in ed.messages()
+    assert one.read_text() == "one\n" and two.read_text() == "two\n"
+    assert not (work / "made.txt").exists()
 
 
 if __name__ == "__main__":

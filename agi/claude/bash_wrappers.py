@@ -99,9 +99,13 @@ DASH_C = frozenset({"su", "runuser", "script", "flock", "sg"})
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash"})
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
-RUNNERS = frozenset(  # commands that run what their arguments name
-    {"eval", "trap", "watch", "find", "exec", "source", ".", "command", "builtin"}
-) | WRAPPERS.keys() | DASH_C
+RUNNERS = (
+    frozenset(  # commands that run what their arguments name
+        {"eval", "trap", "watch", "find", "exec", "source", ".", "command", "builtin"}
+    )
+    | WRAPPERS.keys()
+    | DASH_C
+)
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 SAFE_SHOPTS = frozenset(
     {"globstar", "nullglob", "dotglob", "extglob", "failglob", "nocaseglob", "nocasematch"}

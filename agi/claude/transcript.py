@@ -84,15 +84,20 @@ class Transcript:
 
     def _count(self) -> None:
         """Read how far the file goes (once, or after another process appended to it)."""
-        try:
-            data = self.file.read_bytes()
+        from agi.sessions.files import read_lines
+
+        try:  # before reading: a line appended meanwhile makes the next update count again
+            size = self.file.stat().st_size
         except FileNotFoundError:
-            data = b""
-        lines = [line for line in data.split(b"\n") if line.strip()]
-        self.written, self.size, self.parent = len(lines), len(data), None
-        if lines:
+            size = 0
+        count, last = 0, None
+        for line in read_lines(self.file):  # a stream: never the whole file (section 20)
+            if line is None or line.strip():
+                count, last = count + 1, line
+        self.written, self.size, self.parent = count, size, None
+        if last:
             try:
-                self.parent = json.loads(lines[-1]).get("uuid")
+                self.parent = json.loads(last).get("uuid")
             except (ValueError, AttributeError):
                 self.parent = None
 

@@ -150,7 +150,7 @@ def _rewind(
         for action in ("restore", "remove"):
             result[action + "d"] = [p for a, p in shown if a == action]
         result.update(others=others, failed=failed)
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(result) + "\n")
     else:
         for action, path in shown:
             sys.stdout.write(f"{'would ' + action if dry else action + 'd'} {_display(path)}\n")
@@ -243,7 +243,7 @@ def listing(path: Path, home: Path, as_json: bool = False) -> str:
             }
         )
     if as_json:
-        return json.dumps({"turns": rows, "rewinds": len(rewinds)}, ensure_ascii=False) + "\n"
+        return json.dumps({"turns": rows, "rewinds": len(rewinds)}) + "\n"
     if not rows:
         return f"{path}: no turns yet\n"
     lines = []

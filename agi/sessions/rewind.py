@@ -130,6 +130,7 @@ class Plan:
     others: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     now: dict[str, str] = field(default_factory=dict)  # cwd: the tree before the rewind
+    after: dict[str, str] = field(default_factory=dict)  # cwd: the tree after it
 
     def paths(self) -> list[tuple[str, str]]:
         """(action, absolute path) for each file, `restore` or `remove`."""
@@ -148,6 +149,7 @@ def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -
     $AGI_HOME are never touched."""
     plan, owner, keep_out = Plan(), owner_of(session_path), kept_out(session_path, home)
     since = [t for t in turns if t.number >= number]
+    _, rewinds = read_turns(session_path)
     covered: list[tuple[Shadow, set[str]]] = []  # the paths the snapshots speak for
     for cwd in dict.fromkeys(t.cwd for t in since if t.tree):
         mine = [t for t in since if t.cwd == cwd]
@@ -172,7 +174,7 @@ def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -
         # Write's and Edit's to restore
         known = before | _names(shadow, now.tree) | set(made)
         covered.append((shadow, known - skipped))
-        plan.others |= _others(shadow, mine, now.tree)
+        plan.others |= _others(shadow, mine, rewinds, now.tree)
     seen: set[str] = set()
     for turn in since:
         for prior in turn.priors:
@@ -183,12 +185,19 @@ def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -
     return plan
 
 
-def _others(shadow: Shadow, mine: list[Turn], now: str) -> set[str]:
-    """What changed in this directory while none of these turns ran."""
+def _others(shadow: Shadow, mine: list[Turn], rewinds: list[dict[str, Any]], now: str) -> set[str]:
+    """What changed in this directory while none of these turns, nor a rewind since the
+    first of them, ran: between one's end and the next one's start."""
     found: set[str] = set()
-    tracked = [t for t in mine if t.tree]
-    spans = [(a.end, b.tree) for a, b in zip(tracked, tracked[1:], strict=False)]
-    spans.append((tracked[-1].end if tracked else None, now))
+    tracked = [(t.time, t.tree, t.end) for t in mine if t.tree]
+    cwd = mine[0].cwd
+    for r in rewinds:  # a rewind's own changes are agi's, not someone else's
+        trees = [r.get(k) if isinstance(r.get(k), dict) else {} for k in ("before", "after")]
+        if tracked and trees[0].get(cwd) and trees[1].get(cwd) and r.get("time", 0) > mine[0].time:
+            tracked.append((r["time"], trees[0][cwd], trees[1][cwd]))
+    tracked.sort(key=lambda span: span[0])
+    spans = [(a[2], b[1]) for a, b in zip(tracked, tracked[1:], strict=False)]
+    spans.append((tracked[-1][2] if tracked else None, now))
     for before, after in spans:
         if before and after:
             found |= {os.path.join(shadow.workdir, c.path) for c in shadow.changes(before, after)}
@@ -235,6 +244,10 @@ def apply_files(plan: Plan, home: Path) -> tuple[list[str], list[str]]:
         ok, bad = shadow.restore(tree, changes)
         done += [os.path.join(shadow.workdir, p) for p in ok]
         failed += bad
+        try:  # what the rewind left: a later one tells its changes from someone else's
+            plan.after[shadow.workdir] = shadow.snapshot().tree
+        except (ShadowError, TooMany, OSError):
+            pass
     for prior in plan.priors:
         path = prior["prior"]
         try:
@@ -269,6 +282,7 @@ def record_rewind(session: Any, number: int, plan: Plan | None, kind: str, done:
     record.update(conversation=kind != "files", files=done, at=len(session.messages))
     if plan is not None and plan.now:
         record["before"] = plan.now  # the trees of the working directories before it
+        record["after"] = plan.after
     append_record(session.path, record)
     rewinds = session.meta.get("rewinds")
     session.write_meta(rewinds=(rewinds if isinstance(rewinds, int) else 0) + 1)

@@ -213,7 +213,8 @@ class Shadow:
             if proc.poll() is None and count > MAX_FILES:
                 proc.kill()
             proc.stdout.close()
-        if proc.wait() != 0:  # an unreadable index: never a snapshot that misses changes
+            proc.wait()
+        if proc.returncode != 0:  # an unreadable index: never a snapshot that misses changes
             raise ShadowError(f"git ls-files failed (exit {proc.returncode})")
         # each entry: "? PATH" (new) or "C PATH" (in the index, changed or gone)
         return [os.fsdecode(p) for p in b"".join(chunks).split(b"\0") if p], count

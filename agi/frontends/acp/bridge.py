@@ -140,6 +140,12 @@ class EditorView(Silent):
             sys.stderr.write(f"agi: {text}\n")
             sys.stderr.flush()
 
+    def child(self, event: Any) -> None:
+        """A subagent's event: its tool calls are shown (with their diffs), its text is not
+        (the Task's result carries it)."""
+        if isinstance(event, ToolStart | ToolEnd):
+            self.handle(event)
+
     def handle(self, event: Any) -> None:
         notify = self.session.bridge.notify
         if isinstance(event, TextDelta):

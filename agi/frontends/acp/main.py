@@ -21,7 +21,11 @@ def serve(args: argparse.Namespace, flags: Any) -> int:
     from agi.frontends.acp import server as acp_server
 
     server = acp_server.Server(args, flags)
-    server.check()  # the model and options resolve now: exit 2 before the editor waits
+    try:
+        server.check()  # the model and options resolve now: exit 2 before the editor waits
+    except BaseException:
+        importing.join()  # exiting while the thread imports can abort the interpreter (SIGABRT)
+        raise
     line, rest = acp_stdio.first_line()
     params = acp_stdio.answer_initialize(line, server.initialized)
     unread = rest if params is not None else line + rest

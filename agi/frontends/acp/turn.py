@@ -27,6 +27,7 @@ class EditorRun(Run):
             editor.mode,
         )
         ctx.tools = through_editor(list(ctx.tools or []), editor.files)
+        ctx.on_child_event = view.child  # subagents' tool calls, shown as the agent's are
 
     def assemble(self, settings: Any) -> Any:
         agent = super().assemble(settings)
