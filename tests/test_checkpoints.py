@@ -619,20 +619,20 @@ def test_usage_errors(agi, tmp_path):
 
 
 def test_neovim_rewind_parses_agis_output():
-    """The Lua side of :AgiRewind reads `restored PATH` / `removed PATH` lines."""
+    """The Lua side of :AgiRewind reads agi's `--output json` result."""
     nvim = shutil.which("nvim")
     if nvim is None:
         pytest.skip("nvim is not installed")
     root = Path(__file__).resolve().parent.parent
     lua = (
-        "local p, n = require('agi.rewind')._changed({'restored a.txt', 'removed /x/b',"
-        " 'conversation rewound to before turn 1', ''}, '/w');"
+        "local p, n = require('agi.rewind')._changed({restored = {'a.txt', 'a\\nb'},"
+        " removed = {'/x/b'}}, '/w');"
         " io.stdout:write(vim.inspect({p, n}))"
     )
     argv = [nvim, "--headless", "--clean", "--cmd", f"set rtp^={root}", "-c", "lua " + lua]
     r = subprocess.run([*argv, "-c", "qa!"], capture_output=True, text=True, timeout=30)
     out = r.stdout + r.stderr
-    assert '"/w/a.txt"' in out and '"/x/b"' in out and "2" in out
+    assert '"/w/a.txt"' in out and '"/x/b"' in out and '"/w/a\\nb"' in out and "3" in out
 
 
 @needs_git

@@ -31,18 +31,24 @@ H.reload = function(paths)
   return kept
 end
 
---- The files restored or removed, from agi's output lines (`restored PATH`, `removed PATH`).
-H.changed = function(lines, cwd)
+--- The files restored or removed, from agi's `--output json` result ({restored = {...},
+--- removed = {...}}: names exactly as they are, whatever bytes they hold).
+H.changed = function(result, cwd)
   local paths, count = {}, 0
-  for _, line in ipairs(lines or {}) do
-    local path = line:match('^restored (.+)$') or line:match('^removed (.+)$')
-    if path then
+  for _, key in ipairs({ 'restored', 'removed' }) do
+    for _, path in ipairs(type(result) == 'table' and result[key] or {}) do
       if path:sub(1, 1) ~= '/' then path = cwd .. '/' .. path end
       paths[vim.fs.normalize(path)] = true
       count = count + 1
     end
   end
   return paths, count
+end
+
+--- agi's one JSON line on stdout, decoded (nil when there is none).
+H.decode = function(lines)
+  local ok, result = pcall(vim.json.decode, table.concat(lines or {}, '\n'))
+  return ok and result or nil
 end
 
 --- Rewind the files of {buf}'s last request (default: the current buffer); never blocks.
@@ -57,7 +63,10 @@ M.rewind = function(buf)
   end
   local cwd = vim.fn.getcwd()
   local out, err = {}, {}
-  local cmd = vim.list_extend(H.program(), { '--rewind-files', 'last', '-s', req.session })
+  local cmd = vim.list_extend(
+    H.program(),
+    { '--rewind-files', 'last', '--output', 'json', '-s', req.session }
+  )
   local ok, job = pcall(vim.fn.jobstart, cmd, {
     cwd = cwd,
     stdin = 'null',
@@ -73,7 +82,7 @@ M.rewind = function(buf)
 end
 
 H.done = function(code, out, err, cwd)
-  local paths, count = H.changed(out, cwd)
+  local paths, count = H.changed(H.decode(out), cwd)
   local kept = H.reload(paths)
   local problems = vim.tbl_filter(function(l) return l ~= '' end, err or {})
   if code ~= 0 then
