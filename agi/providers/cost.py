@@ -212,6 +212,12 @@ class Meter:
                 )
         return call
 
+    def release(self, caller: Any = None) -> None:
+        """The call `check` let start is over, whatever became of it (cancelled before any
+        answer, interrupted): it no longer counts as in flight."""
+        with self._lock:
+            self._flight.pop((caller, threading.get_ident()), None)
+
     def failed(self, label: str, model: str, caller: Any = None) -> None:
         """A call that failed for good without reporting usage: its cost is unknown (shown as
         unknown, never as 0), though --max-cost still counts what the other calls cost."""

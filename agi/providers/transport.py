@@ -174,6 +174,14 @@ class Transport:
         trace = self.trace if not mark else lambda record: self.trace({**record, **mark})
         if self.meter is not None:  # before every model call: the budget may be spent
             self.meter.check(self.config.label, self.config.model, id(self))
+        try:
+            return (yield from self._attempts(body, trace))
+        finally:  # however the call ended, it is no longer in flight
+            if self.meter is not None:
+                self.meter.release(id(self))
+
+    def _attempts(self, body: dict[str, Any], trace: Any) -> Generator[Event, None, Reply]:
+        """The call's attempts: what failed and may be retried is sent again."""
         for attempt in range(1, ATTEMPTS + 1):
             asm = self.assembler()
             started = time.monotonic()
