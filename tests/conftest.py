@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
@@ -14,6 +15,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fakeserver import FakeModel  # noqa: E402
+
+# A process started in the background by a non-interactive shell ignores SIGINT, and so would
+# every agi the tests start (an ignored signal is inherited across exec): the tests that send
+# SIGINT need the default, whatever started pytest.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 AGI = shutil.which("agi", path=str(Path(sys.executable).parent)) or shutil.which("agi")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"  # recorded data, kept in the repository

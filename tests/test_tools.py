@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
-import stat
 import subprocess
 import time
 import uuid
@@ -384,22 +382,25 @@ def test_edit_replace_all(agi, tmp_path):
 
 
 def test_tempdir_is_a_new_private_directory_per_call(agi, tmp_path):
+    """Each call makes its own directory (mode 0700, under TMPDIR), usable while the run goes
+    on, and removed when it ends (CONTRACT section 20)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    with FakeModel(call("TempDir"), call("TempDir"), text("done")) as server:
+
+    def look(body: dict) -> dict:  # the two directories, as a command sees them mid-run
+        made = [m["content"].strip() for m in body["messages"] if m["role"] == "tool"]
+        return call("Bash", command="stat -c '%a %n' " + " ".join(made))
+
+    with FakeModel(call("TempDir"), call("TempDir"), look, text("done")) as server:
         r = agi("go", server=server, extra_env={"TMPDIR": str(tmp)})
     assert r.returncode == 0, r.stderr
-    first, second = results(server, 2)
-    try:
-        for path in (first, second):
-            p = Path(path.strip())
-            assert p.is_absolute() and p.is_dir(), path
-            assert stat.S_IMODE(p.stat().st_mode) == 0o700
-        assert first.strip() != second.strip()
-    finally:
-        for path in (first, second):
-            if Path(path.strip()).is_dir() and not Path(path.strip()).is_relative_to(tmp):
-                shutil.rmtree(path.strip(), ignore_errors=True)
+    first, second = (p.strip() for p in results(server, 2))
+    assert first != second
+    for path in (first, second):
+        assert Path(path).is_absolute() and Path(path).parent == tmp, path
+    seen = results(server, 3)[2].splitlines()
+    assert seen[:2] == [f"700 {first}", f"700 {second}"], seen
+    assert not Path(first).exists() and not Path(second).exists()  # removed at the end
 
 
 # --- failures are results --------------------------------------------------------------------
