@@ -192,7 +192,7 @@ def _others(shadow: Shadow, mine: list[Turn], rewinds: list[dict[str, Any]], now
     tracked = [(t.time, t.tree, t.end) for t in mine if t.tree]
     cwd = mine[0].cwd
     for r in rewinds:  # a rewind's own changes are agi's, not someone else's
-        trees = [r.get(k) if isinstance(r.get(k), dict) else {} for k in ("before", "after")]
+        trees = [v if isinstance(v := r.get(k), dict) else {} for k in ("before", "after")]
         if tracked and trees[0].get(cwd) and trees[1].get(cwd) and r.get("time", 0) > mine[0].time:
             tracked.append((r["time"], trees[0][cwd], trees[1][cwd]))
     tracked.sort(key=lambda span: span[0])

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agi import __version__
 from agi.errors import AgiError, UsageError
@@ -306,7 +306,7 @@ class Server:
         asyncio.ensure_future(coroutine)
 
     async def _send_commands(self, session: Any) -> None:
-        update = {"sessionUpdate": "available_commands_update"}
+        update: dict[str, Any] = {"sessionUpdate": "available_commands_update"}
         update["availableCommands"] = self.commands(session.run.settings)
         try:
             await self.conn.session_update(session_id=session.id, update=update)
@@ -325,7 +325,9 @@ class Server:
         self.loop = asyncio.get_running_loop()
         reader, writer = await streams(unread)
         try:
-            await run_agent(self, writer, reader)
+            # the library calls the methods of its Agent protocol by name; this server answers
+            # those ACP clients use (others are "method not found"), not the whole protocol
+            await run_agent(cast(Any, self), writer, reader)
         finally:
             for session in list(self.sessions.values()):
                 session.close()  # the client is gone: stop every turn, drop every question
