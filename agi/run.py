@@ -235,13 +235,15 @@ class Run:
     def finish(self, text: str, settings: Settings) -> Result:
         """The answer after the turn: JSON under --schema, and the verdict under --exit-code
         (a judge that gives no verdict leaves the answer standing, with exit 5)."""
-        from agi.structured.schema import JUDGE_SCHEMA, judge_instruction, schema_instruction
-
         answer: Any = text
         verdict, error, code = None, None, 0
         if settings.schema is not None:
+            from agi.structured.schema import schema_instruction
+
             answer = self.ghost(settings.schema, schema_instruction(settings.schema))
         if settings.judge is not None:
+            from agi.structured.schema import JUDGE_SCHEMA, judge_instruction
+
             try:
                 verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(settings.judge or None))
                 self.trace({"type": "judgement", **verdict})

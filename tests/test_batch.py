@@ -329,7 +329,7 @@ def test_timeout_per_job(agi, tmp_path: Path) -> None:
     jobs = tmp_path / "jobs.jsonl"
     write_jobs(jobs, 3)
     with FakeModel(answered(p1=hang())) as server:
-        r = agi("--batch", str(jobs), "--timeout", "1", server=server, timeout=30)
+        r = agi("--batch", str(jobs), "--timeout", "3", server=server, timeout=30)
     results = {res["id"]: res for res in lines_of(r.stdout)}
     assert results["p1"]["exit"] == 4 and "time limit" in results["p1"]["error"]
     assert results["p0"]["exit"] == results["p2"]["exit"] == 0

@@ -8,8 +8,7 @@ import sys
 import time
 
 from agi.errors import AgiError, Interrupted, UsageError
-from agi.frontends.flags import build_parser, flags_layer, rewrite
-from agi.frontends.rewind import rewind_command, rewinding
+from agi.frontends.flags import build_parser, flags_layer, rewinding, rewrite
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: --version and --help import neither typing
 if TYPE_CHECKING:  # nor pathlib nor the engine
@@ -177,6 +176,8 @@ def settings_for(args: argparse.Namespace) -> Settings | None:
 def inspect(args: argparse.Namespace) -> int:
     """--list-sessions and --show: read-only views of the sessions; --rewind (section 18)."""
     if rewinding(args):
+        from agi.frontends.rewind import rewind_command
+
         return rewind_command(args)
     from pathlib import Path
 

@@ -8,7 +8,6 @@ import argparse
 
 from agi import __version__
 from agi.errors import UsageError
-from agi.frontends.rewind import add_rewind_options
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: --version and --help import neither typing
 if TYPE_CHECKING:  # nor pathlib nor the engine
@@ -294,3 +293,33 @@ def flags_layer(args: argparse.Namespace) -> Layer:
     given["checkpoints"] = False if getattr(args, "no_checkpoints", None) else None
     spelled = {name: SPELLED.get(name, "--" + name.replace("_", "-")) for name in NAMES}
     return overlay("command line", spelled, **given)
+
+
+def add_rewind_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rewind",
+        nargs="?",
+        const="",
+        metavar="N",
+        help="list the turns of the session (-s DIR or -c); with N: restore its files and "
+        "conversation to before turn N",
+    )
+    p.add_argument("--rewind-files", metavar="N", help="restore only the files to before turn N")
+    p.add_argument(
+        "--rewind-conversation", metavar="N", help="rewind only the conversation to before turn N"
+    )
+    p.add_argument("--dry-run", action="store_true", help="with --rewind*: print what would change")
+    p.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        default=None,
+        help="take no checkpoints of the working directory (config: checkpoints = false)",
+    )
+
+
+def rewinding(args: argparse.Namespace) -> bool:
+    """Whether the command line asks for --rewind, --rewind-files or --rewind-conversation."""
+    asked = any(v is not None for v in (args.rewind, args.rewind_files, args.rewind_conversation))
+    if args.dry_run and not asked:
+        raise UsageError("--dry-run goes with --rewind, --rewind-files or --rewind-conversation")
+    return asked

@@ -18,36 +18,6 @@ from typing import Any
 from agi.errors import AgiError, UsageError
 
 
-def add_rewind_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--rewind",
-        nargs="?",
-        const="",
-        metavar="N",
-        help="list the turns of the session (-s DIR or -c); with N: restore its files and "
-        "conversation to before turn N",
-    )
-    p.add_argument("--rewind-files", metavar="N", help="restore only the files to before turn N")
-    p.add_argument(
-        "--rewind-conversation", metavar="N", help="rewind only the conversation to before turn N"
-    )
-    p.add_argument("--dry-run", action="store_true", help="with --rewind*: print what would change")
-    p.add_argument(
-        "--no-checkpoints",
-        action="store_true",
-        default=None,
-        help="take no checkpoints of the working directory (config: checkpoints = false)",
-    )
-
-
-def rewinding(args: argparse.Namespace) -> bool:
-    """Whether the command line asks for --rewind, --rewind-files or --rewind-conversation."""
-    asked = any(v is not None for v in (args.rewind, args.rewind_files, args.rewind_conversation))
-    if args.dry_run and not asked:
-        raise UsageError("--dry-run goes with --rewind, --rewind-files or --rewind-conversation")
-    return asked
-
-
 def _which(args: argparse.Namespace) -> tuple[str, int | None]:
     given = [
         (kind, value)
