@@ -108,7 +108,11 @@ def make_guard(
     settings: Settings, session: Session, ctx: Context, lifecycle: Any, tools: list[Any]
 ) -> Any:
     """The permission check: rules, the mode (`ctx.mode` once a front end changed it) and the
-    front end's `ctx.ask` (agi.claude.asking; the terminal question when None)."""
+    front end's `ctx.ask` (agi.claude.asking; the terminal question when None). None when
+    nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
+    quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None
+    if settings.permissions is None and lifecycle is None and quiet:
+        return None
     from agi.claude.guard import Guard
     from agi.claude.permissions import Permissions
 

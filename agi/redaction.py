@@ -101,3 +101,39 @@ class Held:
                     longest = n
                     break
         return longest
+
+
+class HeldText:
+    """A view's streamed text (the answer's and the reasoning's deltas) with the secrets taken
+    out across deltas: each kind's pieces that may begin a secret wait for the next delta of
+    that kind, or for `release`, which any other event calls first."""
+
+    def __init__(self, secrets: Any):
+        self.secrets = secrets  # a callable: the secrets known now (a session's, once open)
+        self.held: dict[type, Held] = {}
+
+    def feed(self, event: Any, show: Any) -> None:
+        """Show `event` (with `show`), a text delta redacted; other events after what waits."""
+        from agi.messages import ReasoningDelta, TextDelta
+
+        if isinstance(event, (TextDelta, ReasoningDelta)):
+            text = self._of(type(event)).feed(event.text)
+            if text:
+                show(type(event)(text))
+            return
+        self.release(show)
+        show(event)
+
+    def release(self, show: Any) -> None:
+        """Show the streamed text held back so far (the stream it belonged to has moved on)."""
+        from agi.messages import ReasoningDelta, TextDelta
+
+        for kind in (TextDelta, ReasoningDelta):
+            rest = self._of(kind).flush()
+            if rest:
+                show(kind(rest))
+
+    def _of(self, kind: type) -> Held:
+        if kind not in self.held:
+            self.held[kind] = Held(list(self.secrets()))
+        return self.held[kind]

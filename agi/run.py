@@ -103,7 +103,7 @@ class Run:
         # every model call of the run, subagents and ghosts included (a batch passes a meter
         # that also keeps the whole batch's budget)
         self.meter = meter if meter is not None else Meter(settings.prices, settings.max_cost)
-        self.require_prices(settings)  # exit 2 before a session
+        require_prices(self.meter, settings)  # exit 2 before a session
         from agi.providers.endpoint import require_key
 
         require_key(settings.model)  # so is a missing API key, named by its variable
@@ -121,16 +121,9 @@ class Run:
         self.verdict: dict[str, Any] | None = None
         self.ended = False
         self.described: dict[str, Any] = {}  # what the front end adds to the run record
-        self._held: dict[type, Any] = {}  # streamed text held back while it may begin a key
+        from agi.redaction import HeldText
 
-    def require_prices(self, settings: Settings) -> None:
-        """Under --max-cost every model the run may call needs a price: its own, and the
-        subagent files' own models."""
-        self.meter.require(settings.model.label, settings.model.model)
-        for agent in settings.agents:
-            model = subagent_model(settings, agent)
-            if model is not None:
-                self.meter.require(model.label, model.model)
+        self.streamed = HeldText(lambda: self.session.secrets if self.session is not None else [])
 
     # the session and its agent
 
@@ -150,7 +143,7 @@ class Run:
         if self.agent is not None and settings is self.built_for:
             return self.agent
         if settings is not self.settings:
-            self.require_prices(settings)
+            require_prices(self.meter, settings)
         self.agent, self.built_for = assemble(settings, self.session, self.ctx), settings
         return self.agent
 
@@ -199,6 +192,8 @@ class Run:
     def expand(self, prompt: str, builtins: tuple[str, ...] = ()) -> tuple[str, Settings]:
         """A `/NAME args` prompt: the command's text, its shell steps run now (traced, judged
         like Bash calls), and the settings its turn runs with; any other prompt as it is."""
+        if not prompt.startswith("/"):  # the common case, without loading the commands' code
+            return prompt, self.settings
         from agi.claude.extensions import command_settings
 
         found = command_settings(prompt, self.settings, builtins)
@@ -220,7 +215,7 @@ class Run:
         for warning in dict.fromkeys(session.warnings):  # each once, however often it was read
             self.view.warn(warning)
         session.warnings.clear()
-        session.trace(self.run_record(agent, settings or self.settings))
+        session.trace(run_record(self, agent, settings or self.settings))
         try:
             reply = drain(agent.run(prompt), self.dispatch)
         except BaseException as e:  # keep what the turn produced
@@ -229,12 +224,14 @@ class Run:
             session.trace({"type": "error", "exit_code": code, "error": str(e) or type(e).__name__})
             raise
         finally:
-            self.release()
+            self.streamed.release(self.view.handle)
         return reply
 
     def finish(self, text: str, settings: Settings) -> Result:
         """The answer after the turn: JSON under --schema, and the verdict under --exit-code
         (a judge that gives no verdict leaves the answer standing, with exit 5)."""
+        session, agent = self.session, self.agent
+        assert session is not None and agent is not None
         answer: Any = text
         verdict, error, code = None, None, 0
         if settings.schema is not None:
@@ -246,17 +243,13 @@ class Run:
 
             try:
                 verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(settings.judge or None))
-                self.trace({"type": "judgement", **verdict})
+                session.trace({"type": "judgement", **verdict})
                 code = 0 if verdict["success"] else 1
             except SchemaFailed as e:
                 error, code = f"the answer could not be judged: {e}", SchemaFailed.exit_code
-                self.trace({"type": "judgement", "error": str(e)})
+                session.trace({"type": "judgement", "error": str(e)})
         self.verdict = verdict
-        agent = self.agent
-        assert agent is not None and self.session is not None
-        return Result(
-            answer, code, verdict, self.session.path, agent.steps, self.meter.total, error
-        )
+        return Result(answer, code, verdict, session.path, agent.steps, self.meter.total, error)
 
     def compact_now(self, focus: str) -> str | None:
         """A manual compaction under the session's lock (`--compact`, the REPL's /compact)."""
@@ -265,24 +258,6 @@ class Run:
         with self.locked():
             done = drain(agent.compactor.run("manual", focus), self.view.handle)
         return None if done is None else done.summary
-
-    def run_record(self, agent: Agent, s: Settings) -> dict[str, Any]:
-        return {
-            "type": "run",
-            "agi": __version__,
-            "model": s.model.label,
-            "base_url": s.model.base_url,
-            "cwd": self.ctx.cwd,
-            "pid": os.getpid(),
-            "system": agent.system_prompt,
-            "tools": list(agent.toolbox.tools),
-            "sandbox": s.sandbox.record(),
-            **self.described,
-        }
-
-    def trace(self, record: dict[str, Any]) -> None:
-        if self.session is not None:
-            self.session.trace(record)
 
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session); a
@@ -313,34 +288,8 @@ class Run:
 
     def dispatch(self, event: Any) -> None:
         """Send an event to the view, streamed text with the API key taken out even when a
-        delta ends inside it (the end that might begin it waits for the next delta)."""
-        from agi.messages import ReasoningDelta, TextDelta
-
-        if isinstance(event, (TextDelta, ReasoningDelta)):
-            text = self.held(type(event)).feed(event.text)
-            if text:
-                self.view.handle(type(event)(text))
-            return
-        self.release()
-        self.view.handle(event)
-
-    def release(self) -> None:
-        """Show the streamed text held back so far (the stream it belonged to has moved on)."""
-        from agi.messages import ReasoningDelta, TextDelta
-
-        for kind in (TextDelta, ReasoningDelta):
-            rest = self.held(kind).flush()
-            if rest:
-                self.view.handle(kind(rest))
-
-    def held(self, kind: type) -> Any:
-        """The holder of one kind of streamed text (answer, reasoning)."""
-        from agi.redaction import Held
-
-        if kind not in self._held:
-            secrets = self.session.secrets if self.session is not None else []
-            self._held[kind] = Held(list(secrets))
-        return self._held[kind]
+        delta ends inside it (agi.redaction.HeldText)."""
+        self.streamed.feed(event, self.view.handle)
 
     # limits and the end
 
@@ -374,6 +323,32 @@ class Run:
         if self.session is not None:
             return self.session.redact(text)
         return redact(text, usable([self.settings.model.api_key]))
+
+
+def require_prices(meter: Any, settings: Settings) -> None:
+    """Under --max-cost every model a run may call needs a price: its own, and the subagent
+    files' own models."""
+    meter.require(settings.model.label, settings.model.model)
+    for agent in settings.agents:
+        model = subagent_model(settings, agent)
+        if model is not None:
+            meter.require(model.label, model.model)
+
+
+def run_record(run: Run, agent: Agent, s: Settings) -> dict[str, Any]:
+    """The trace's record of a turn's start: what ran, with which model, tools and prompt."""
+    return {
+        "type": "run",
+        "agi": __version__,
+        "model": s.model.label,
+        "base_url": s.model.base_url,
+        "cwd": run.ctx.cwd,
+        "pid": os.getpid(),
+        "system": agent.system_prompt,
+        "tools": list(agent.toolbox.tools),
+        "sandbox": s.sandbox.record(),
+        **run.described,
+    }
 
 
 def with_system(settings: Settings, files: list[str]) -> Settings:

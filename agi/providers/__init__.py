@@ -1,5 +1,10 @@
-"""Model providers: one module per wire protocol (`chat`: OpenAI-compatible chat completions,
-`anthropic`: the Messages API, `ollama`: Ollama's native chat; `react`: the text ReAct adapter),
-the HTTP exchange they share (`transport`, built by `protocols.transport_for`), stream decoding,
-what an error means (`errors`), the endpoint (root URL, headers, key), a model's context window,
-what an endpoint accepts, usage and cost."""
+"""Model providers: the wire protocols (OpenAI-compatible chat completions, Anthropic's Messages
+API, Ollama's native chat, the text ReAct adapter), stream decoding, provider errors, what an
+endpoint accepts, usage and cost."""
+
+import sys
+
+# httpx imports its own command-line client (click, and rich when installed) whenever those are
+# installed, some 7 ms at every start that agi never uses: with this entry that import fails
+# and httpx goes on without it (httpx/__init__.py catches the ImportError).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

@@ -8,7 +8,6 @@ cannot be reached. The protocol modules map their error bodies to a ProviderErro
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
@@ -34,6 +33,8 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
         title = re.search(r"(?is)<title[^>]*>(.*?)</title>", text)
         body = re.sub(r"(?s)<(script|style).*?</\1>|<[^>]+>", " ", text)
         text = title.group(1) if title else body
+        import html  # only for an HTML page: not at every start
+
         text = html.unescape(text)
     lines = [line.strip() for line in text.splitlines()]
     if lines and lines[0].startswith("Traceback (most recent call last)"):

@@ -9,7 +9,6 @@ map and the request resent after a refusal. What an error means is `agi.provider
 from __future__ import annotations
 
 import json
-import random
 import socket
 import threading
 import time
@@ -38,6 +37,8 @@ Event = TextDelta | ReasoningDelta | Notice
 
 def backoff(attempt: int) -> float:
     """Exponential backoff with jitter, as the official SDKs do: ~0.5 s, 1 s, 2 s, at most 8 s."""
+    import random  # only when a request is retried: not at every start
+
     return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
 
 

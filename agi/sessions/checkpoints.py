@@ -20,20 +20,22 @@ Subagents share their parent's Checkpoints, so what they change belongs to the p
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import shutil
 import stat
 import threading
 import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.errors import AgiError
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes
-from agi.sessions.shadow import MAX_FILES, Shadow, ShadowError, TooMany, git_program, key_of
+
+if TYPE_CHECKING:
+    from agi.sessions.shadow import Shadow
 
 RECORDS = "checkpoints.jsonl"
 # built-in tools that change no file; every other tool (Bash, Write, Edit, Terminal, user
@@ -47,6 +49,8 @@ OFF = "checkpoints off"
 
 def owner_of(session_path: Path) -> str:
     """The key of a session's index and records in shadow repositories."""
+    from agi.sessions.shadow import key_of
+
     return key_of(os.path.realpath(session_path))
 
 
@@ -92,6 +96,8 @@ def append_record(session_path: Path, record: dict[str, Any]) -> None:
 def store_blob(home: Path, data: bytes) -> str:
     """Keep `data` in `$AGI_HOME/checkpoints/files/` under its SHA-256, compressed (as git
     keeps objects) and written whole."""
+    import hashlib  # only once Write or Edit keeps a file: not at every start
+
     digest = hashlib.sha256(data).hexdigest()
     folder = home / "checkpoints" / "files"
     path = folder / digest
@@ -130,7 +136,7 @@ class Checkpoints:
     ):
         self.home, self.session, self.cwd, self.warn = home, session, cwd, warn
         self.files = files  # False: `checkpoints = false`: only the turn list
-        self.git = files and git_program() is not None
+        self.git = files and shutil.which("git") is not None  # agi.sessions.shadow's git
         self.turn: int | None = None
         self.shadow: Shadow | None = None
         self.snapped = False
@@ -191,6 +197,8 @@ class Checkpoints:
         if cwd == home or cwd.startswith(home.rstrip("/") + "/"):  # agi's own state: never
             append_record(self.session.path, {"turn": self.turn, "untracked": "inside AGI_HOME"})
             return
+        from agi.sessions.shadow import MAX_FILES, Shadow, ShadowError, TooMany
+
         keep_out = kept_out(self.session.path, self.home)
         shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out)
         started = time.monotonic()

@@ -18,7 +18,6 @@ by line: a line of the wrong shape is skipped (or its bad field dropped) with a 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -58,6 +57,8 @@ def append_line(path: Path, line: str) -> None:
 
 def line_digest(line: bytes) -> str:
     """Fingerprint of one line as written (without its newline), for a record's copies."""
+    import hashlib  # only where a compaction record is: not at every start
+
     return hashlib.sha256(line).hexdigest()[:12]
 
 
