@@ -161,23 +161,30 @@ class Edit:
             raise ToolError("old_string and new_string are the same")
         if not old:
             raise ToolError("old_string is empty; use Write to create a file")
-        check_writable(path)
-        text = read_text(path)
+        text = self.read(path)
         count = text.count(old)
         if count == 0:
             undecoded = any("\udc80" <= c <= "\udcff" for c in text)
             raise ToolError(
                 f"old_string was not found in {path}" + (NOT_UTF8.format(path=path) * undecoded)
             )
-        if count > 1 and not input.get("replace_all"):
+        every = bool(input.get("replace_all"))
+        if count > 1 and not every:
             raise ToolError(
                 f"old_string occurs {count} times in {path}; give more context to "
                 "make it unique, or set replace_all"
             )
-        edited = text.replace(old, new) if input.get("replace_all") else text.replace(old, new, 1)
+        self.write(path, text.replace(old, new) if every else text.replace(old, new, 1))
+        return f"Edited {path}: replaced {count if every else 1} occurrence(s)"
+
+    def read(self, path: Path) -> str:
+        """The file's text (bytes that are not UTF-8 kept as surrogates, to be written back)."""
+        check_writable(path)
+        return read_text(path)
+
+    def write(self, path: Path, text: str) -> None:
         with open_for_writing(path) as f:
-            f.write(edited.encode("utf-8", "surrogateescape"))
-        return f"Edited {path}: replaced {count if input.get('replace_all') else 1} occurrence(s)"
+            f.write(text.encode("utf-8", "surrogateescape"))
 
 
 class TempDir:

@@ -3,6 +3,7 @@ client advertises them: the model sees unsaved buffers and edits land in the edi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from agi.decoding import clean
@@ -74,28 +75,16 @@ class EditorWrite(Write):
 
 
 class EditorEdit(Edit):
+    """Edit, with the text read from and written to the editor's buffer."""
+
     def __init__(self, files: Files):
         self.files = files
 
-    def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
-        old, new = require(input, "old_string"), require(input, "new_string")
-        if old == new:
-            raise ToolError("old_string and new_string are the same")
-        if not old:
-            raise ToolError("old_string is empty; use Write to create a file")
-        text = self.files.read(str(path))
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(f"old_string was not found in {path}")
-        every = bool(input.get("replace_all"))
-        if count > 1 and not every:
-            raise ToolError(
-                f"old_string occurs {count} times in {path}; give more context to "
-                "make it unique, or set replace_all"
-            )
-        self.files.write(str(path), text.replace(old, new) if every else text.replace(old, new, 1))
-        return f"Edited {path}: replaced {count if every else 1} occurrence(s)"
+    def read(self, path: Path) -> str:
+        return self.files.read(str(path))
+
+    def write(self, path: Path, text: str) -> None:
+        self.files.write(str(path), text)
 
 
 def through_editor(tools: list[Any], files: Files) -> list[Any]:
