@@ -185,5 +185,5 @@ class Agent:
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments or "{}"), sort_keys=True)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to take apart
         return arguments

@@ -24,11 +24,13 @@ class ToolCall:
         text = self.arguments.strip()
         if not text:
             return {}
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except RecursionError:  # `[[[[…` a hundred thousand deep
+            raise ValueError(f"nested deeper than {MAX_NESTING} levels") from None
         if not isinstance(value, dict):
             raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-        if _surrogate(value):
-            raise ValueError("a string holds a lone surrogate (\\ud800-\\udfff), not Unicode text")
+        _check_value(value)
         return value
 
     def to_dict(self) -> dict[str, Any]:
@@ -272,12 +274,24 @@ def drain(events: Generator[Any, None, Any], handle: Callable[[Any], None] | Non
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _surrogate(value: Any) -> bool:
-    """Whether a JSON value holds a lone surrogate (`"\\ud800"` decodes to one)."""
-    if isinstance(value, str):
-        return SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_surrogate(k) or _surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_surrogate(v) for v in value)
-    return False
+MAX_NESTING = 100  # levels of arrays and objects in a tool call's arguments
+
+
+def _check_value(value: Any) -> None:
+    """ValueError when a JSON value holds a lone surrogate (`"\\ud800"` decodes to one) or
+    nests deeper than MAX_NESTING (what takes it apart later recurses); walked without
+    recursion."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if SURROGATE.search(item) is not None:
+                raise ValueError(
+                    "a string holds a lone surrogate (\\ud800-\\udfff), not Unicode text"
+                )
+        elif isinstance(item, (dict, list)):
+            if depth >= MAX_NESTING:
+                raise ValueError(f"nested deeper than {MAX_NESTING} levels")
+            pairs = item.items() if isinstance(item, dict) else ((None, v) for v in item)
+            for k, v in pairs:
+                stack += [(k, depth), (v, depth + 1)]

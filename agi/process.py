@@ -174,9 +174,24 @@ SECRETS: set[str] = set()  # the API keys of this process's runs: no child sees 
 
 
 def withhold(key: str | None) -> None:
-    """From now on no child process gets a variable whose value contains `key`."""
+    """From now on no child process gets a variable whose value contains `key`, nor reads it
+    from agi's own environment or memory (`/proc/$PPID/environ`, `/proc/$PPID/mem`, ptrace):
+    agi becomes non-dumpable, which puts those out of reach of its uid."""
     if key and len(key) >= 8:
+        if not SECRETS:
+            _undumpable()
         SECRETS.add(key)
+
+
+def _undumpable() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

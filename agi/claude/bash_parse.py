@@ -28,6 +28,11 @@ SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arit
 QUOTED = frozenset({"raw_string", "ansi_c_string"})  # '…' and $'…': nothing runs inside
 SUBSTITUTION_START = re.compile(rb"\$\(|<\(|>\(|`")
 COMMANDS = frozenset({"command", "declaration_command", "unset_command"})
+WORDS = frozenset(  # what a word of a command may be
+    {"word", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation"}
+    | {"number", "simple_expansion", "expansion", "command_substitution"}
+    | {"process_substitution", "arithmetic_expansion"}
+)
 MAX_DEPTH = 8  # `bash -c "eval 'sh -c …'"`: deeper nesting is not followed
 WHITE = re.compile(r"\s")
 # wrappers that add nothing to what they run: an allow rule for the command covers them
@@ -74,11 +79,12 @@ def _parser() -> Any:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
-def split(command: str) -> list[Part] | None:
+def split(command: str, stateful: bool = False) -> list[Part] | None:
     """Every command `command` makes bash run, nested and wrapped ones included, or None when
     the judge cannot follow it (a syntax error, an expansion that evaluates code, an unknown
     wrapper option, a missing parser). A line with backslash-newlines is judged both as
-    written and with them joined, as bash reads it."""
+    written and with them joined, as bash reads it. `stateful`: a line typed into a shell that
+    ran earlier lines (whose functions and traps may set any variable)."""
     if "\x00" in command:
         return None
     try:
@@ -86,24 +92,24 @@ def split(command: str) -> list[Part] | None:
     except ImportError:
         return None
     try:
-        return _split(command, 0)
+        return _split(command, 0, stateful)
     except (ValueError, TypeError, IndexError, AttributeError, OverflowError):
         return None  # what the judge cannot follow, it does not vouch for
 
 
-def _split(command: str, depth: int) -> list[Part] | None:
+def _split(command: str, depth: int, stateful: bool = False) -> list[Part] | None:
     """The line judged as written and, when it has backslash-newlines, with them joined (at
     every depth: `bash -c 'r\\<newline>m'` runs rm)."""
     parts: list[Part] = []
     for text in dict.fromkeys([command, join_continuations(command)]):
-        found = _split_one(text, depth)
+        found = _split_one(text, depth, stateful)
         if found is None:
             return None
         parts += found
     return parts
 
 
-def _split_one(command: str, depth: int) -> list[Part] | None:
+def _split_one(command: str, depth: int, stateful: bool) -> list[Part] | None:
     if depth > MAX_DEPTH:
         return None
     source = command.encode("utf-8", "surrogatepass")
@@ -118,7 +124,9 @@ def _split_one(command: str, depth: int) -> list[Part] | None:
         stack.extend(reversed(node.children))
     if _unaccounted(source, nodes):
         return None
-    known = integer_names(tree.root_node, source)
+    # variables holding known integers: only in a line run on its own (an evaluated line runs
+    # amid the caller's traps and functions, a terminal's amid earlier lines')
+    known = integer_names(tree.root_node, source) if depth == 0 and not stateful else set()
     parts: list[Part] = []
     try:
         for node in nodes:
@@ -146,7 +154,7 @@ def _command(node: Any, source: bytes, depth: int) -> list[Part]:
     part = _part(node, source)
     if node.type != "command":
         return [part]
-    pieces = [c for c in node.children if c.type not in REDIRECTS]
+    pieces = _pieces(node)
     assigns = [word(c, source).shown for c in pieces if c.type == "variable_assignment"]
     named = [c for c in pieces if c.type != "variable_assignment"]
     if not named:
@@ -240,7 +248,8 @@ def _unaccounted(source: bytes, nodes: list[Any]) -> bool:
         return True
     starts = {n.start_byte for n in nodes if n.type in SUBSTITUTIONS}
     ends = {n.end_byte - 1 for n in nodes if n.type in SUBSTITUTIONS}
-    quoted = [(n.start_byte, n.end_byte) for n in nodes if n.type in QUOTED]
+    # '…' and $'…' quote nothing inside double quotes (`"${x-'$(cmd)'}"` runs cmd)
+    quoted = [(n.start_byte, n.end_byte) for n in nodes if n.type in QUOTED and _unquoted(n)]
     quoted += [  # the body of a here-document whose delimiter is quoted runs nothing
         (body.start_byte, body.end_byte)
         for n in nodes
@@ -258,15 +267,45 @@ def _unaccounted(source: bytes, nodes: list[Any]) -> bool:
     return False
 
 
+def _pieces(node: Any) -> list[Any]:
+    """A command's assignments and words in order, with the words tree-sitter files under a
+    redirection: in `exec 3>&1 rm v` (and `make test >/dev/null install`) bash runs `rm v`,
+    where the parse makes `rm v` destinations of `3>&1`."""
+    pieces = [c for c in node.children if c.type not in REDIRECTS]
+    redirects = [c for c in node.children if c.type in REDIRECTS]
+    parent = node.parent
+    if parent is not None and parent.type == "redirected_statement" and parent.children[0] == node:
+        redirects += [c for c in parent.children if c.type in REDIRECTS]
+    for redirect in redirects:
+        words = [c for c in redirect.children if c.type in WORDS]
+        pieces += words if redirect.type == "heredoc_redirect" else words[1:]
+    return sorted(pieces, key=lambda c: c.start_byte)
+
+
+def _unquoted(node: Any) -> bool:
+    """Whether a node stands outside double quotes."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "string":
+            return False
+        parent = parent.parent
+    return True
+
+
 def _part(node: Any, source: bytes) -> Part:
     """A command node's text without its redirections, with and without leading assignments."""
-    pieces = [c for c in node.children if c.type not in REDIRECTS]
+    pieces = _pieces(node) if node.type == "command" else []
+    pieces = pieces or [c for c in node.children if c.type not in REDIRECTS]
     if not pieces:
         text = _slice(source, node.start_byte, node.end_byte)
         return Part(text, text)
     end = pieces[-1].end_byte
-    text = _slice(source, pieces[0].start_byte, end)
     named = [c for c in pieces if c.type != "variable_assignment"]
+    if any(c.parent != node for c in pieces):  # words after a redirection: joined as bash does
+        text = " ".join(_slice(source, c.start_byte, c.end_byte) for c in pieces)
+        bare = " ".join(_slice(source, c.start_byte, c.end_byte) for c in named)
+        return Part(text, bare or text)
+    text = _slice(source, pieces[0].start_byte, end)
     bare = _slice(source, named[0].start_byte, end) if named else text
     return Part(text, bare)
 

@@ -29,6 +29,12 @@ SPECIAL_NUMBERS = frozenset(  # bash gives these a number whatever was assigned
     {"#", "?", "$", "!", "RANDOM", "SRANDOM", "SECONDS", "LINENO", "BASHPID", "PPID", "UID"}
     | {"EUID", "EPOCHSECONDS"}
 )
+# builtins (and what runs builtins) that may set a variable named anywhere in their arguments
+SETTERS = frozenset(
+    {"read", "mapfile", "readarray", "printf", "getopts", "wait", "eval", "trap", "let", "unset"}
+    | {"builtin", "command", "time", "coproc", "exec", "select", "export", "declare", "local"}
+)
+PARAMETERS = frozenset({"variable_name", "special_variable_name", "subscript"})
 ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 ARITHMETIC_NODES = frozenset(
     {"binary_expression", "unary_expression", "postfix_expression", "ternary_expression"}
@@ -122,18 +128,20 @@ def word(node: Any, source: bytes) -> Word:
 
 
 def integer_names(root: Any, source: bytes) -> set[str]:
-    """Variables the line gives only literal integers (so arithmetic on them runs nothing)."""
+    """Variables the line gives only literal integers (so arithmetic on them runs nothing). A
+    name that a builtin may set (`read "a"`, `printf -v 'a'`, `eval "a=…"`, `trap 'a=…' DEBUG`,
+    given in any quoting) is not one; after `source FILE` none is."""
     good: set[str] = set()
     bad: set[str] = set()
     stack = [root]
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        if node.type == "variable_assignment":
+        if node.type == "variable_assignment":  # `a[0]=…` sets what `$((a))` reads
             name = node.children[0]
             values = node.children[2:]
             target = good if values and all(_is_integer(v, source) for v in values) else bad
-            target.add(text(name, source))
+            target.add(text(name, source).split("[")[0])
         elif node.type == "for_statement":
             names = [c for c in node.children if c.type == "variable_name"]
             values = [c for c in node.children if c.is_named and c.type not in ("variable_name",)]
@@ -144,6 +152,12 @@ def integer_names(root: Any, source: bytes) -> set[str]:
             bad.update(text(c, source) for c in node.children if c.type == "variable_name")
         elif node.type == "command":
             bad.update(text(c, source) for c in node.children[1:] if c.type == "word")
+            named = [c.children[0] for c in node.children if c.type == "command_name"]
+            first = word(named[0], source).value if named else ""
+            if first in ("source", "."):
+                return set()  # the file may set any variable
+            if first in SETTERS or first is None:
+                bad.update(NAME.findall(text(node, source)))
     return good - bad
 
 
@@ -161,8 +175,10 @@ def arithmetic_safe(node: Any, source: bytes, known: set[str]) -> bool:
     if kind in ("variable_name", "word"):
         value = text(node, source)
         return bool(INTEGER.fullmatch(value)) or value in known or value in SPECIAL_NUMBERS
-    if kind == "simple_expansion":
+    if kind == "simple_expansion":  # `$1`, `$0`: positional, any value (`f 'a[$(cmd)]'`)
         names = [c for c in node.children if c.is_named]
+        if len(names) == 1 and text(names[0], source).isdigit():
+            return False
         return len(names) == 1 and arithmetic_safe(names[0], source, known)
     if kind == "special_variable_name":
         return text(node, source) in SPECIAL_NUMBERS
@@ -242,8 +258,9 @@ def _expansion(node: Any, source: bytes, known: set[str]) -> None:
     for i, kind in enumerate(kinds):
         if kind == "@" and i + 1 < len(kinds) and text(node.children[i + 1], source) == "P":
             raise Unreducible  # `${x@P}` expands x's value as a prompt: substitutions run
-    if "variable_name" in kinds:  # `${x:OFFSET:LENGTH}`: both are arithmetic
-        at = kinds.index("variable_name")
+    params = [i for i, k in enumerate(kinds) if k in PARAMETERS]
+    if params:  # `${x:OFFSET:LENGTH}`, `${@:…}`, `${a[@]:…}`: both are arithmetic
+        at = params[0]
         if at + 1 < len(kinds) and kinds[at + 1] == ":":
             rest = [c for c in node.children[at + 2 :] if c.is_named]
             _require(all(arithmetic_safe(c, source, known) for c in rest))

@@ -92,8 +92,17 @@ WRAPPERS |= {
          "-f --auth-file -p --xauth-protocol -w --wait", 0),
         ("valgrind", "-q -v --quiet --verbose", "--tool --log-file --leak-check "
          "--track-origins --show-leak-kinds --error-exitcode --trace-children --suppressions", 0),
+        ("catchsegv", "", "", 0),
+        ("nocache", "", "", 0),
+        ("torsocks", "-i -d -q --isolate --debug --quiet", "-u -p -a -P --user --pass "
+         "--address --port", 0),
+        ("proxychains", "-q", "-f", 0),
+        ("proxychains4", "-q", "-f", 0),
+        ("cgexec", "--sticky", "-g", 0),
     )
 }  # fmt: skip
+# programs that run commands from their arguments in ways not followed here: unreducible
+OPAQUE = frozenset({"parallel", "sem", "systemd-run", "run-one", "nq", "tsp"})
 # programs whose `-c STRING` (`--command=STRING`) is a shell line; without it they read stdin
 DASH_C = frozenset({"su", "runuser", "script", "flock", "sg"})
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash"})
@@ -105,6 +114,7 @@ RUNNERS = (
     )
     | WRAPPERS.keys()
     | DASH_C
+    | OPAQUE
 )
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 SAFE_SHOPTS = frozenset(
@@ -137,6 +147,7 @@ def inner(words: list[Word], fed: bool = True) -> tuple[list[list[Word]], list[s
     if name in WRAPPERS:
         return _wrapped(name, args), []
     if name in SHELLS:
+        _keys(name, [w.value for w in args])
         return [], _shell(args, fed)
     if name in DASH_C:
         return _dash_c(name, args, fed)
@@ -148,6 +159,8 @@ def inner(words: list[Word], fed: bool = True) -> tuple[list[list[Word]], list[s
         return [], _watch(args)
     if name == "find":
         return _find(args), []
+    if name in OPAQUE:
+        raise Unreducible
     _builtin(name, args)
     return [], []
 
@@ -253,11 +266,38 @@ def _dash_c(name: str, args: list[Word], fed: bool) -> tuple[list[list[Word]], l
             return [], [need(args[at + 1])]  # `-c LINE`, `-qc LINE`
         if short:
             return [], [value[value.index("c") + 1 :]]  # `-cLINE`
-        if value.startswith("--command="):
+        if value.startswith(("--command=", "--session-command=")):
             return [], [value.partition("=")[2]]
+        if value == "--session-command" and at + 1 < len(args):
+            return [], [need(args[at + 1])]
+    named = _switch_user(name, args)
+    if named is not None:
+        return named
     if fed:
         raise Unreducible  # an interactive shell reading commands from a pipe or a file
     return [], []
+
+
+def _switch_user(name: str, args: list[Word]) -> tuple[list[list[Word]], list[str]] | None:
+    """What su, runuser and sg run without `-c`: `runuser -u USER CMD …` runs CMD, `sg GROUP
+    LINE` runs LINE, and `-s PROGRAM` runs PROGRAM as the shell (`su -s /bin/rm`)."""
+    values = [need(w) for w in args]
+    for at, value in enumerate(values):
+        if value in ("-s", "--shell") or value.startswith("--shell="):
+            shell = value.partition("=")[2] or (values[at + 1] if at + 1 < len(values) else "")
+            if program(shell) not in SHELLS:
+                raise Unreducible
+    if name == "sg":  # `sg [-] GROUP [-c] LINE`
+        words = [v for v in values if v != "-"]
+        return [], [" ".join(words[1:])] if len(words) > 1 else []
+    if name != "runuser" or not {"-u", "--user"} & set(values):
+        return None
+    valued = {"-u", "--user", "-g", "--group", "-G", "--supp-group", "-s", "--shell", "-w"}
+    at = 0
+    while at < len(values) and values[at].startswith("-") and values[at] != "--":
+        at += 2 if values[at] in valued else 1
+    at += 1 if at < len(values) and values[at] == "--" else 0
+    return ([args[at:]] if at < len(args) else []), []
 
 
 def _from_stdin(path: str) -> bool:
@@ -302,14 +342,27 @@ def _find(args: list[Word]) -> list[list[Word]]:
     return found
 
 
+def _keys(name: str, values: list[str | None]) -> None:
+    """What changes the meaning of keys typed into a terminal's shell (a line typed after it
+    would not be the line the judge replays): readline bindings and macros (`bind`), vi mode
+    (`set -o vi`, `set +o emacs`, `bash -o vi`, `--noediting`), the terminal's erase and kill
+    characters (`stty erase q`). Raise Unreducible."""
+    if name == "bind" and not set(values) <= {"-l", "-p", "-P", "-s", "-S", "-v", "-V", "-X"}:
+        raise Unreducible
+    if name == "stty" and not set(values) <= {"-a", "--all", "-g", "--save", "size", "speed"}:
+        raise Unreducible
+    editing = {"vi", "emacs", "--noediting"} & set(values)
+    if editing and (name in ("set", "shopt") or name in SHELLS):
+        raise Unreducible
+
+
 def _builtin(name: str, args: list[Word]) -> None:
     """Builtins that change what later commands run, or evaluate names: raise Unreducible."""
     values = [w.value for w in args]
-    if name in ("alias", "enable", "bind", "fc", "complete", "compgen", "unalias"):
+    _keys(name, values)
+    if name in ("alias", "enable", "fc", "complete", "compgen", "unalias"):
         if name == "alias" and all(v is not None and "=" not in v for v in values):
             return  # listing aliases
-        if name == "bind" and not any(v is None or v.startswith("-x") for v in values):
-            return
         if args:
             raise Unreducible
         return
@@ -336,9 +389,14 @@ NAME_OPTIONS = {"read": "adinNptu", "mapfile": "dnOsuc", "readarray": "dnOsuc", 
 def _names(name: str, args: list[Word]) -> None:
     """Builtins that take variable names: each must be a plain name (a subscript is arithmetic,
     and a name of unknown value may be one)."""
-    if name == "printf":
-        if args and args[0].value == "-v" and (len(args) < 2 or not _name_ok(need(args[1]))):
-            raise Unreducible
+    if name == "printf":  # `-v NAME`, `-vNAME`: a plain name that changes nothing that runs
+        first = args[0].value if args else ""
+        if first is None:  # `"Total: $n"` cannot start with `-v`; `"$fmt"` can
+            first = need(args[0]) if args[0].text.lstrip("'\"")[:1] in "$`-\\" else ""
+        if first.startswith("-v"):
+            target = first[2:] or (need(args[1]) if len(args) > 1 else "")
+            if not _name_ok(target) or target.startswith("-") or dangerous(target.split("[")[0]):
+                raise Unreducible
         return
     values = [need(w) for w in args]
     if name == "let":

@@ -207,11 +207,18 @@ def _wait_or_detach(
 DRAIN = 0.2  # seconds to collect output after the hook exited (stray children may hold pipes)
 
 
+OUTPUT_LIMIT = 10 << 20  # bytes of a hook's stdout (and of its stderr) kept; the rest is read
+
+
 def _drain(fd: int, sink: list[bytes], first: threading.Event | None) -> None:
-    """Read a pipe to its end; `first` is set at the first newline and at the end."""
+    """Read a pipe to its end, keeping its first OUTPUT_LIMIT bytes (a hook that writes
+    forever fills no memory); `first` is set at the first newline and at the end."""
+    kept = 0
     try:
         while chunk := os.read(fd, 1 << 16):
-            sink.append(chunk)
+            if kept < OUTPUT_LIMIT:
+                sink.append(chunk[: OUTPUT_LIMIT - kept])
+                kept += len(sink[-1])
             if first is not None and b"\n" in chunk:
                 first.set()
     except OSError:

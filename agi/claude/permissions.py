@@ -182,6 +182,7 @@ class Call:
     cwd: str
     names: set[str] = field(default_factory=set)  # Task / Skill: the names the input stands for
     part: Any = None
+    stateful: bool = False  # a line typed into a terminal's running shell
 
 
 @dataclass(frozen=True)
@@ -198,16 +199,19 @@ def decide(
     input: dict[str, Any],
     cwd: str,
     names: set[str] | None = None,
+    stateful: bool = False,
 ) -> Decision:
     """Judge a call: deny, then ask, then allow; a Bash line part by part. A terminal's
     command and the lines typed into it are judged as Bash lines too."""
     if name == "Terminal":
         typed = terminal_lines(input, names)
         if typed is not None:
-            as_bash = decide(permissions, "Bash", {"command": typed}, cwd)
+            send = input.get("action") == "send"  # into a shell that ran earlier lines
+            as_bash = decide(permissions, "Bash", {"command": typed}, cwd, stateful=send)
             if as_bash.verdict in ("deny", "ask"):
                 return as_bash
     call = Call(name, input, cwd, set(names or ()) if name != "Terminal" else set())
+    call.stateful = stateful
     if name in NAMED_INPUT:
         given = input.get(NAMED_INPUT[name]) or ("general-purpose" if name == "Task" else "")
         if isinstance(given, str) and given:
@@ -258,7 +262,7 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
 
     command = call.input.get("command")
     command = command if isinstance(command, str) else ""
-    parts = split(command)
+    parts = split(command, call.stateful)
     whole = Part(command.strip(), command.strip())
     candidates = [whole] if parts is None else [whole, *parts]
     for kind in ("deny", "ask"):

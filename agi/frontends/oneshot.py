@@ -26,7 +26,7 @@ class EventLines:
         from agi.frontends.output import event_line
 
         self.inner.handle(event)
-        sys.stdout.write(self.redact(event_line(event)))
+        sys.stdout.write(shown(self.redact(event_line(event)), json_text=True))
         sys.stdout.flush()
 
     def __getattr__(self, name: str) -> Any:
@@ -79,13 +79,32 @@ def write_result(run: Run, answer: Any, code: int, error: str | None = None) -> 
         session = str(run.session.path) if run.session is not None else None
         steps = run.agent.steps if run.agent is not None else 0
         outcome = Outcome(answer, code, session, steps, run.meter.total, run.verdict, error)
-        sys.stdout.write(run.redact(result_line(outcome, settings.output == "jsonl")))
+        sys.stdout.write(shown(run.redact(result_line(outcome, settings.output == "jsonl")), True))
     elif answer is not None and settings.schema is not None:
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
-        sys.stdout.write(run.redact(text) + "\n")
+        sys.stdout.write(shown(run.redact(text) + "\n", json_text=True))
     elif answer is not None:
-        sys.stdout.write(run.redact(f"{answer}\n"))
+        sys.stdout.write(shown(run.redact(f"{answer}\n")))
     sys.stdout.flush()
+
+
+def shown(text: str, json_text: bool = False) -> str:
+    """What goes to stdout: as it is for a pipe or a file; on a terminal, with the control
+    characters of a model's text escaped (CONTRACT section 20), JSON staying JSON (json.dumps
+    leaves DEL and the C1 codes raw; 0x9b is a CSI of its own)."""
+    try:
+        terminal = sys.stdout.isatty()
+    except (ValueError, OSError):
+        terminal = False
+    if not terminal:
+        return text
+    if json_text:
+        import re
+
+        return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    from agi.frontends.render import escape_controls
+
+    return escape_controls(text)
 
 
 def write_failure(run: Run, error: AgiError) -> None:

@@ -53,7 +53,7 @@ def tool_input(arguments: Any) -> dict[str, Any]:
         return arguments
     try:
         value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep
         return {}
     return value if isinstance(value, dict) else {}
 

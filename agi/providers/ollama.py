@@ -91,7 +91,7 @@ def _call(call: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     names[str(call.get("id") or "")] = str(fn.get("name") or "")
     try:
         arguments = json.loads(fn.get("arguments") or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep
         arguments = {}
     arguments = arguments if isinstance(arguments, dict) else {}
     return {

@@ -36,13 +36,16 @@ def sse_lines(chunks: Iterable[bytes]) -> Generator[str, None, None]:
     """
     partial: list[bytes] = []  # the line being received, in pieces: each byte is split once
     size = 0
-    for chunk in chunks:
-        *complete, rest = chunk.split(b"\n")
-        for piece in complete:
+    for chunk in chunks:  # one chunk a decompressor made huge: its lines one at a time
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            piece = chunk[start:end]
+            start = end + 1
             _bounded(size + len(piece))
             line = b"".join([*partial, piece]) if partial else piece
             partial, size = [], 0
             yield line.rstrip(b"\r").decode("utf-8", "replace")
+        rest = chunk[start:]
         if rest:
             partial.append(rest)
             size += len(rest)

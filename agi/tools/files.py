@@ -32,6 +32,8 @@ NOT_UTF8 = (
 
 
 def resolve(file_path: str, ctx: ToolContext) -> Path:
+    if "\0" in file_path:
+        raise ToolError("no file has a name with a NUL byte in it")
     path = Path(file_path).expanduser()
     return path if path.is_absolute() else Path(ctx.cwd) / path
 
