@@ -422,3 +422,43 @@ def test_a_hook_that_writes_forever_is_bounded(env, tmp_path):
     assert os.waitstatus_to_exitcode(status) == 0
     assert out == b"done\n"
     assert usage.ru_maxrss * 1024 < 300 << 20, f"peak RSS {usage.ru_maxrss >> 10} MB"
+
+
+def test_the_file_tools_open_their_real_path_following_no_link(tmp_path):
+    """A Write's path is judged as the real path it touches, and opened following no link: a
+    directory on that path swapped for a link after the check is refused, never followed."""
+    from agi.errors import ToolError
+    from agi.tools.reading import open_for_writing
+
+    (tmp_path / "inside").mkdir()
+    (tmp_path / "outside").mkdir()
+    real = tmp_path / "inside" / "f.txt"
+    with open_for_writing(real) as f:  # a real path: written
+        f.write(b"ok")
+    assert real.read_bytes() == b"ok"
+    (tmp_path / "inside").rename(tmp_path / "was-inside")
+    (tmp_path / "inside").symlink_to(tmp_path / "outside")  # swapped after the check
+    with pytest.raises(ToolError, match="changed while it was being written"):
+        open_for_writing(real)
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
+def test_a_link_flipped_while_writes_run_never_takes_one_past_a_deny_rule(agi, tmp_path):
+    """A command flips `src/link` between an allowed and a denied directory as fast as it can
+    while the model writes through it: no file lands in the denied one."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "src" / "inside").mkdir(parents=True)
+    (tmp_path / "src" / "link").symlink_to("inside")
+    src, out = tmp_path / "src", tmp_path / "outside"
+    flip = (
+        f"(end=$((SECONDS+60)); while [ $SECONDS -lt $end ] && [ ! -e {tmp_path}/stop ]; do "
+        f"ln -sfn {out} {src}/l2; mv -T {src}/l2 {src}/link; "
+        f"ln -sfn inside {src}/l3; mv -T {src}/l3 {src}/link; done) >/dev/null 2>&1 &"
+    )
+    writes = [("Write", {"file_path": f"src/link/w{i}", "content": "x"}) for i in range(60)]
+    script = [call("Bash", command=flip), calls(*writes), call("Bash", command="touch stop")]
+    with FakeModel(*script, text("done")) as server:
+        r = agi("--deny", f"Write(/{out}/**)", "go", server=server, timeout=300)
+    (tmp_path / "stop").touch()
+    assert r.returncode == 0, r.stderr
+    assert list(out.iterdir()) == []

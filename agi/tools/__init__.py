@@ -5,6 +5,7 @@ The protocol a tool follows is in agi.tools.protocol; its names are re-exported 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -132,6 +133,7 @@ class Toolbox:
             if denied is not None:
                 text = _with_notes(denied, notes)
                 return Result(call, text, True, time.monotonic() - started)
+        input = pinned(call.name, input, self.ctx.cwd)
         if self.guard is not None:
             try:
                 aliases = tool.canonical(input) if hasattr(tool, "canonical") else None
@@ -188,3 +190,14 @@ class Toolbox:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         return results
+
+
+def pinned(name: str, input: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """A Write's or Edit's file as the real path it would touch now (links resolved, then
+    `..`): the rules judge that path and the tool opens it following no link
+    (agi.tools.reading.open_for_writing), so a link swapped in after the check cannot take the
+    write elsewhere (CONTRACT section 20)."""
+    path = input.get("file_path") if name in ("Write", "Edit") else None
+    if not isinstance(path, str) or not path or "\0" in path:
+        return input  # the tool says what is wrong with it
+    return {**input, "file_path": os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))}

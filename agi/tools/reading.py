@@ -70,6 +70,23 @@ def check_writable(path: Path) -> None:
         pass
 
 
+def open_no_links(path: Path, flags: int, mode: int = 0o666) -> int:
+    """Open `path` following no link on the way: each directory from `/` down, then the file,
+    opened with O_NOFOLLOW. The file tools are given real paths (agi.tools.pinned), so a link
+    found now was put there since the call was judged."""
+    parts = Path(os.path.abspath(path)).parts
+    step = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    dirfd = os.open("/", step)
+    try:
+        for part in parts[1:-1]:
+            deeper = os.open(part, step, dir_fd=dirfd)
+            os.close(dirfd)
+            dirfd = deeper
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=dirfd)
+    finally:
+        os.close(dirfd)
+
+
 def open_for_writing(path: Path) -> BinaryIO:
     """`path` opened to be replaced: created if missing; refused unopened when it is not a
     regular file or is agi's own stdout/stderr (and checked again once open, before it is
@@ -77,10 +94,15 @@ def open_for_writing(path: Path) -> BinaryIO:
     check_writable(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags, 0o666)
+        fd = open_no_links(path, flags)
     except OSError as e:
         if e.errno in (errno.ENXIO, errno.EWOULDBLOCK):  # a FIFO with no reader
             raise ToolError(f"{path} is not a regular file: the file tools do not write it") from e
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.realpath(path) != str(path):
+            raise ToolError(
+                f"{path} changed while it was being written (a link appeared in its path); "
+                "nothing was written"
+            ) from e
         raise
     try:
         _refuse_for_writing(path, os.fstat(fd))
