@@ -18,6 +18,7 @@ class ToolCall:
     id: str
     name: str
     arguments: str = ""  # raw JSON text, as the model wrote it
+    problem: str = ""  # a field of the wrong JSON type in the stream: the call is an error result
 
     def parse_arguments(self) -> dict[str, Any]:
         """The arguments as an object; empty text means `{}`. Raises ValueError when invalid."""

@@ -23,7 +23,7 @@ import subprocess
 import pytest
 
 from conftest import AGI, PROVIDER_VARS
-from fakeserver import FakeModel, call, calls, text
+from fakeserver import FakeModel, call, calls, raw, text
 
 DENIAL = 'Error: denied by permission rule "Bash(rm:*)" (command line)'
 NO_RULE = "Error: denied: no permission rule allows this call (permission mode dontAsk)"
@@ -257,8 +257,8 @@ def test_the_answer_on_a_terminal_has_its_control_sequences_escaped(env, tmp_pat
     os.close(master)
     assert r.returncode == 0, r.stderr
     assert b"answer" in seen
-    for raw in (b"\x1b]", b"\x07", b"\x1b[2J", "\x9b".encode()):
-        assert raw not in seen, (raw, seen)
+    for sequence in (b"\x1b]", b"\x07", b"\x1b[2J", "\x9b".encode()):
+        assert sequence not in seen, (sequence, seen)
 
 
 def test_the_answer_to_a_pipe_is_unchanged(agi):
@@ -462,3 +462,24 @@ def test_a_link_flipped_while_writes_run_never_takes_one_past_a_deny_rule(agi, t
     (tmp_path / "stop").touch()
     assert r.returncode == 0, r.stderr
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("field", ["id", "name"])
+def test_a_tool_call_id_or_name_of_the_wrong_type_is_an_error_result(agi, tmp_path, field):
+    """CONTRACT 20: a numeric id (or name) is an error result; the call does not run."""
+    marker = tmp_path / "ran"
+    tc = {"index": 0, "id": "c1", "type": "function"}
+    tc["function"] = {"name": "Bash", "arguments": json.dumps({"command": f"touch {marker}"})}
+    if field == "id":
+        tc["id"] = 7
+    else:
+        tc["function"]["name"] = 5
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    body = f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(end)}\n\ndata: [DONE]\n\n"
+    with FakeModel(raw(body.encode()), text("done")) as server:
+        r = agi("go", server=server)
+    assert r.returncode == 0, r.stderr
+    assert not marker.exists()
+    result = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert result.startswith("Error: ") and "not a string" in result, result

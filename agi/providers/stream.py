@@ -138,6 +138,14 @@ def as_text(value: Any) -> str:
 class CallBuilder:
     def __init__(self, id: Any, name: Any):
         self.id, self.name, self.arguments = as_text(id), as_text(name), ""
+        self.problem = wrong_type("id", id) or wrong_type("name", name)
+
+
+def wrong_type(field: str, value: Any) -> str:
+    """What is wrong with a tool call's field that must be a string ("" when nothing is)."""
+    if value is None or isinstance(value, str):
+        return ""
+    return f"the tool call's {field} is {json.dumps(value)[:40]}, not a string: it was not run"
 
 
 class StreamAssembler:
@@ -200,12 +208,14 @@ class StreamAssembler:
         name = as_text(fn.get("name"))
         call = self.by_index.get(index)
         if call is None or (call_id and call.id and call_id != call.id):
-            call = CallBuilder(call_id, name)
+            call = CallBuilder(tc.get("id"), fn.get("name"))
             self.calls.append(call)
             self.by_index[index] = call
         else:  # id and name are set once, never concatenated
             call.id = call.id or call_id
             call.name = call.name or name
+            raw = tc.get("id"), fn.get("name")
+            call.problem = call.problem or wrong_type("id", raw[0]) or wrong_type("name", raw[1])
         args = fn.get("arguments")
         if isinstance(args, str):
             call.arguments += args
@@ -234,7 +244,10 @@ class StreamAssembler:
             usage.cost = self.provider_cost if usage.cost is None else usage.cost
         calls = [
             ToolCall(
-                clean(c.id) or f"call_{os.urandom(12).hex()}", clean(c.name), clean(c.arguments)
+                clean(c.id) or f"call_{os.urandom(12).hex()}",
+                clean(c.name),
+                clean(c.arguments),
+                c.problem,
             )
             for c in self.calls
             if c.name

@@ -113,6 +113,8 @@ class Toolbox:
         """Run a call, with its hooks; every failure becomes an `Error: …` result."""
         started = time.monotonic()
         try:
+            if call.problem:  # an id or name of the wrong JSON type (CONTRACT section 20)
+                raise ToolError(call.problem)
             tool = self.tools.get(call.name)
             if tool is None:
                 names = ", ".join(self.tools) or "none"
