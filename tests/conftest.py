@@ -121,3 +121,32 @@ def unique_seconds(base: int) -> str:
     """A sleep duration that is also a marker no other process has (`sleep 31.04821937`), so that
     `pgrep -f` finds this test's processes only, even with other tests running at once."""
     return f"{base}.{uuid.uuid4().int % 10**8:08d}"
+
+
+# A child forked from a test process counts that process's pages in its peak memory (the high
+# water mark survives exec), and pytest's workers grow large: a command's own peak is measured
+# by a small Python that starts it and reports its child's peak.
+_PEAK = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,"
+    " stderr=subprocess.DEVNULL)\n"
+    "sys.stdout.buffer.write(done.stdout)\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(done.returncode)\n"
+)
+
+
+def peak_rss(
+    argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 300
+) -> tuple[int, bytes, int]:
+    """(exit code, stdout, peak resident memory in bytes) of a command, measured on its own."""
+    report = cwd / "peak-rss.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(report), *argv],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout, int(report.read_text()) * 1024  # Linux: KiB

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AGI, start_agi, unique_seconds, wait_for_file
+from conftest import AGI, peak_rss, start_agi, unique_seconds, wait_for_file
 from fakeserver import FakeModel, _chunk, call, calls, status, text
 
 ROOT = os.geteuid() == 0
@@ -104,25 +104,10 @@ def unprivileged(env, tmp_path):
     return run
 
 
-def peak_rss(argv: list[str], env: dict, cwd: Path, timeout: float = 60) -> tuple[int, str, int]:
-    """Run agi; (exit code, stdout, its peak resident memory in bytes) from os.wait4."""
-    out = cwd / "rss-out"
-    with open(out, "wb") as stdout:
-        proc = subprocess.Popen(
-            [AGI, *argv], env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status_, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"agi did not end within {timeout} s")
-        time.sleep(0.02)
-    proc.returncode = os.waitstatus_to_exitcode(status_)
-    return proc.returncode, out.read_text(), usage.ru_maxrss * 1024  # Linux: kilobytes
+def agi_peak(argv: list[str], env: dict, cwd: Path, timeout: float = 60) -> tuple[int, str, int]:
+    """Run agi; (exit code, stdout, its own peak resident memory in bytes)."""
+    code, out, peak = peak_rss([AGI, *argv], env, cwd, timeout * 5)
+    return code, out.decode(), peak
 
 
 def no_process(pattern: str) -> bool:
@@ -316,7 +301,7 @@ RSS_BOUND = 200 * MIB  # agi itself takes ~60 MiB; the old Read took the file's 
 
 def test_read_of_dev_zero_is_refused_at_once_in_bounded_memory(served, tmp_path):
     with FakeModel(call("Read", file_path="/dev/zero"), text("ok")) as server:
-        code, out, rss = peak_rss(["-s", str(tmp_path / "s"), "read it"], served(server), tmp_path)
+        code, out, rss = agi_peak(["-s", str(tmp_path / "s"), "read it"], served(server), tmp_path)
     assert (code, out) == (0, "ok\n")
     assert rss < RSS_BOUND, rss
     (result,) = tool_results(tmp_path / "s")
@@ -329,7 +314,7 @@ def test_read_with_a_limit_streams_the_lines_of_a_gigabyte_file(served, tmp_path
         f.write(b"".join(b"line %d\n" % n for n in range(1, 2001)))
         f.truncate(1 << 30)  # sparse: a gigabyte that takes no disk
     with FakeModel(call("Read", file_path=str(log), offset=3, limit=5), text("ok")) as server:
-        code, out, rss = peak_rss(["-s", str(tmp_path / "s"), "tail it"], served(server), tmp_path)
+        code, out, rss = agi_peak(["-s", str(tmp_path / "s"), "tail it"], served(server), tmp_path)
     assert (code, out) == (0, "ok\n")
     assert rss < RSS_BOUND, rss
     (result,) = tool_results(tmp_path / "s")
@@ -345,7 +330,7 @@ def test_a_sparse_binary_file_is_reported_without_reading_it(served, tmp_path):
     with open(blob, "wb") as f:
         f.truncate(2 << 30)
     with FakeModel(call("Read", file_path=str(blob)), text("ok")) as server:
-        code, out, rss = peak_rss(["-s", str(tmp_path / "s"), "look"], served(server), tmp_path)
+        code, out, rss = agi_peak(["-s", str(tmp_path / "s"), "look"], served(server), tmp_path)
     assert (code, out) == (0, "ok\n")
     assert rss < RSS_BOUND, rss
     assert tool_results(tmp_path / "s") == [f"Error: {blob} is a binary file"]

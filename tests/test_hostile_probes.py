@@ -22,7 +22,7 @@ import subprocess
 
 import pytest
 
-from conftest import AGI, PROVIDER_VARS
+from conftest import AGI, PROVIDER_VARS, peak_rss
 from fakeserver import FakeModel, call, calls, raw, text
 
 DENIAL = 'Error: denied by permission rule "Bash(rm:*)" (command line)'
@@ -384,16 +384,7 @@ def test_a_gzip_bomb_of_keepalives_stays_small(env, tmp_path):
     step = with_headers(raw(body), **{"Content-Encoding": "gzip"})
     with FakeModel(step) as server:
         e = dict(env, AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
-        proc = subprocess.Popen(
-            [AGI, "--timeout", "120", "go"],
-            env=e,
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        _, _, usage = os.wait4(proc.pid, 0)
-    peak = usage.ru_maxrss * 1024
+        _, _, peak = peak_rss([AGI, "--timeout", "120", "go"], e, tmp_path)
     assert peak < 160 << 20, f"peak RSS {peak >> 20} MB"  # about 55 MB; was 245 MB
 
 
@@ -408,20 +399,12 @@ def test_a_hook_that_writes_forever_is_bounded(env, tmp_path):
     settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": hooks}]}}))
     with FakeModel(call("Bash", command="echo hi"), text("done")) as server:
         e = dict(env, AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
-        proc = subprocess.Popen(
-            [AGI, "--settings", str(settings), "--timeout", "60", "go"],
-            env=e,
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+        code, out, peak = peak_rss(
+            [AGI, "--settings", str(settings), "--timeout", "60", "go"], e, tmp_path
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        out = proc.stdout.read()
-        proc.stdout.close()
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert code == 0
     assert out == b"done\n"
-    assert usage.ru_maxrss * 1024 < 300 << 20, f"peak RSS {usage.ru_maxrss >> 10} MB"
+    assert peak < 300 << 20, f"peak RSS {peak >> 20} MB"
 
 
 def test_the_file_tools_open_their_real_path_following_no_link(tmp_path):

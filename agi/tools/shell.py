@@ -62,6 +62,7 @@ class Processes:
         self.groups: set[int] = set()
         self.lock = threading.Lock()
         self.token = new_token()  # AGI_JOB in each command's environment (agi.tools.strays)
+        self.interrupts = 0  # how many times interrupt() was called: a command starting then
 
     def started(self, proc: subprocess.Popen[bytes]) -> None:
         with self.lock:
@@ -76,6 +77,7 @@ class Processes:
     def interrupt(self) -> None:
         """End the commands still running (a cancelled turn); background jobs stay."""
         with self.lock:
+            self.interrupts += 1
             procs = list(self.running)
         for proc in procs:
             kill_group(proc)
@@ -227,6 +229,7 @@ def run_process(
     """
     if sandbox is not None:
         argv = sandbox.wrap(argv, cwd)
+    interrupts = processes.interrupts if processes is not None else 0
     proc = subprocess.Popen(
         argv,
         stdin=stdin,
@@ -238,6 +241,8 @@ def run_process(
     )
     if processes is not None:
         processes.started(proc)
+        if processes.interrupts != interrupts:  # cancelled while it was starting: it was running
+            kill_group(proc)
     output, timed_out = Output(), False
     assert proc.stdout is not None
     try:
