@@ -14,7 +14,7 @@ Nothing here reads a file other than the config, starts a process or builds a to
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +178,3 @@ def overlay(source: str, spelled: dict[str, str] | None = None, **given: Any) ->
     if unknown:
         raise TypeError(f"unknown options: {', '.join(unknown)}")
     return Layer(Options(**given), source, dict(spelled or {}))
-
-
-def narrowed(layer: Layer, **given: Any) -> Layer:
-    """The same source with some options replaced."""
-    return replace(layer, options=replace(layer.options, **given))

@@ -45,22 +45,11 @@ def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
     return "\n\n".join(parts)
 
 
-def allowlist(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    names = value.split(",") if isinstance(value, str) else value
-    return [n.strip() for n in names if n.strip()]
-
-
 def judge_criteria(value: Any) -> str | None:
     """--exit-code: None when off, "" for the generic rule (`exit_code = true` in the config)."""
     if value is None or value is False:
         return None
     return "" if value is True else str(value)
-
-
-def listed(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
 
 
 @dataclass

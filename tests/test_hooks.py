@@ -103,7 +103,7 @@ def test_every_run_is_recorded_for_the_trace(tmp_path: Path) -> None:
     first = runs[0]
     assert first["event"] == "PreToolUse" and first["command"] == cmd("say.sh", 0, "out", "err")
     assert first["input"] == data and first["stdout"] == "out\n" and first["stderr"] == "err\n"
-    assert first["timed_out"] is False and 0 <= first["seconds"] < 5
+    assert first["timed_out"] is False and first["seconds"] >= 0  # how long: bench/, not here
     assert first["source"] == str(tmp_path / "hooks.json")
     json.dumps(runs)  # trace records are plain JSON
 

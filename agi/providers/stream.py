@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
@@ -148,7 +149,7 @@ def wrong_type(field: str, value: Any) -> str:
     return f"the tool call's {field} is {json.dumps(value)[:40]}, not a string: it was not run"
 
 
-class StreamAssembler:
+class StreamAssembler(ABC):
     """What every protocol's decoder shares: chunks (streamed deltas or one whole response) in,
     text and reasoning events out, and at the end the Reply. A protocol's decoder implements
     `decode` (one chunk); `feed` keeps the chunk for the trace first."""
@@ -179,9 +180,10 @@ class StreamAssembler:
             raise ProviderError(f"malformed response chunk: {json.dumps(chunk)[:200]}")
         return self.decode(chunk, event)
 
+    @abstractmethod
     def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
-        """One chunk of the protocol's stream (`event`: its SSE event name, if any)."""
-        raise NotImplementedError
+        """One chunk of the protocol's stream (`event`: its SSE event name, if any); each
+        protocol's decoder (agi.providers.chat, anthropic, ollama) implements it."""
 
     def _emit(self, text: str, reasoning: str) -> list[TextDelta | ReasoningDelta]:
         out: list[TextDelta | ReasoningDelta] = []

@@ -77,10 +77,6 @@ class Change:
     sha: str  # the older tree's blob
 
 
-def git_program() -> str | None:
-    return shutil.which("git")
-
-
 def key_of(text: str) -> str:
     return hashlib.sha256(os.fsencode(text)).hexdigest()[:16]
 
