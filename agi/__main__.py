@@ -1,5 +1,5 @@
 """`python -m agi` runs the command line."""
 
-from agi.frontends.cli import main
+from agi.frontends.cli.main import main
 
 raise SystemExit(main())

@@ -13,7 +13,7 @@
     └── Interrupted             130   SIGINT (143 for SIGTERM)
         └── Cancelled           130   the exchange was cancelled (Neovim's :AgiCancel, shutdown)
 
-Only `agi.frontends.cli` turns these into messages and exit codes.
+Only `agi.frontends.cli.main` turns these into messages and exit codes.
 
 Apart from the tree, and not an AgiError:
 

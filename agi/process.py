@@ -1,7 +1,7 @@
 """The process around a run: standard streams that never end it with a traceback, signals
 held while it cleans up, and an exit that does not wait for threads stuck in a system call.
 
-- stdout: text goes out as UTF-8 (the bytes of a non-UTF-8 path as they were: agi.decoding);
+- stdout: text goes out as UTF-8 (the bytes of a non-UTF-8 path as they were: agi.policy.decoding);
   when its reader went away (EPIPE) the rest is dropped and the CLI exits quietly with 141, as
   filters killed by SIGPIPE do; any other failure (a full disk, a closed descriptor) raises
   `OutputFailed`, an AgiError (exit 1) with one line.
@@ -20,9 +20,10 @@ import signal
 import sys
 import time
 
-from agi.decoding import STDIO_ERRORS
 from agi.errors import AgiError, Interrupted, TimeLimit
-from agi.redaction import redact, usable
+from agi.policy.decoding import STDIO_ERRORS
+from agi.policy.environment import withhold
+from agi.policy.redaction import redact, usable
 
 TYPE_CHECKING = False  # not typing's: `agi --version` imports neither typing nor threading
 if TYPE_CHECKING:
@@ -168,47 +169,6 @@ def exit_now_if_stuck(code: int) -> None:
             except (OSError, AgiError, ValueError):
                 pass
         os._exit(code)
-
-
-SECRETS: set[str] = set()  # the API keys of this process's runs: no child sees them
-
-
-def withhold(key: str | None) -> None:
-    """From now on no child process gets a variable whose value contains `key`, nor reads it
-    from agi's own environment or memory (`/proc/$PPID/environ`, `/proc/$PPID/mem`, ptrace):
-    agi becomes non-dumpable, which puts those out of reach of its uid."""
-    if key and len(key) >= 8:
-        if not SECRETS:
-            _undumpable()
-        SECRETS.add(key)
-
-
-def _undumpable() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except (OSError, AttributeError):
-        pass
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of every process agi starts (tools, hooks, `--describe`, MCP servers,
-    command steps, terminals): agi's, less AGI_API_KEY and every variable whose value contains
-    a key in use (unless AGI_TOOL_ENV_KEYS names it, comma-separated, or is `*`), plus
-    `extra`."""
-    keep = {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
-    env = dict(os.environ)
-    if "*" not in keep:
-        for name, value in os.environ.items():
-            if name in keep:
-                continue
-            if name == "AGI_API_KEY" or any(key in value for key in SECRETS):
-                del env[name]
-    env.update(extra or {})
-    return env
 
 
 STDIN_LIMIT = 10 << 20  # bytes of stdin a run reads by default (config `stdin_limit`)

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from agi.sessions.shadow import Shadow  # noqa: E402
+from agi.checkpoints.shadow import Shadow  # noqa: E402
 
 from fakeserver import FakeModel, call, text  # noqa: E402
 

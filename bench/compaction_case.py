@@ -155,7 +155,7 @@ def continuing(b: Any, size: int) -> None:
 
 def shown(b: Any, size: int) -> None:
     """Every user message reaches the summarizer in full; the prompt stays small."""
-    from agi.sessions.summarize import text as compact_text
+    from agi.context.summarize import text as compact_text
 
     p = b.programs
     session = p.work / "planted"

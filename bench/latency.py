@@ -5,7 +5,7 @@
 Prints each measurement beside its target; the exit status is 0 whatever the numbers (a busy
 machine makes them slower; compare runs on an idle one).
 
-- estimator: the per-step size check (agi.sessions.estimate.Estimator) over a 5,000-message
+- estimator: the per-step size check (agi.context.estimate.Estimator) over a 5,000-message
   history of ~2 KB each, 50 steps each adding a 5 KB tool result and rebuilding an 8 KB system
   message, as the loop does. Target: under 10 ms per step.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from agi.sessions.estimate import Estimator, estimate
+from agi.context.estimate import Estimator, estimate
 
 
 def estimator_per_step(steps: int = 50) -> float:

@@ -131,7 +131,7 @@ def editor(nvim: str, init: Path, suggest: dict[str, Any]) -> Any:
     nv.command("enew | setlocal filetype=python expandtab shiftwidth=4")
     nv.current.buffer[:] = ["def weighted(values, weight, fallback):", "    total = 0", ""]
     nv.current.window.cursor = (3, 0)
-    nv.input("i    <Cmd>AgiSuggest<CR>")  # one suggestion first: the host imports agi.nvim.fim
+    nv.input("i    <Cmd>AgiSuggest<CR>")  # one suggestion first: the host imports agi.providers.fim
     while nv.exec_lua("return require('agi.suggest').visible()") is None:
         if time.monotonic() > deadline:
             raise RuntimeError("no suggestion came")

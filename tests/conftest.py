@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+TESTS = Path(__file__).resolve().parent
+# the tests mirror the package, a folder per layer or front end (tests/policy/, tests/frontends/
+# acp/, ...); every folder is importable, so a test imports another's helpers by module name
+for _folder in sorted({p.parent for p in TESTS.rglob("test_*.py")}, reverse=True):
+    sys.path.insert(0, str(_folder))
+sys.path.insert(0, str(TESTS))
 
 from fakeserver import FakeModel  # noqa: E402
 

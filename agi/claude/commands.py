@@ -22,7 +22,7 @@ from agi.claude.qualified import candidates, resolve
 from agi.errors import UsageError
 
 if TYPE_CHECKING:
-    from agi.claude.permissions import Permissions, Rule
+    from agi.policy.permissions import Permissions, Rule
 
 FIRST_WORD = re.compile(r"/([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?)(?=\s|$)")
 # one pattern for both kinds of shell step, so that one pass over the body finds them all and a
@@ -95,7 +95,7 @@ class Command:
 
 def _rooted_body(body: str, root: str) -> str:
     """The plugin root put into a body's text, but not into its shell steps: there it stays a
-    reference the shell expands (agi.claude.bash_quote), so a directory named `a $(x) b`
+    reference the shell expands (agi.policy.bash.quote), so a directory named `a $(x) b`
     runs nothing."""
     out: list[str] = []
     at = 0
@@ -184,7 +184,7 @@ class Expansion:
 
 def prepare(prompt: str, command: Command, cwd: str) -> Expansion:
     """Read the command a `/NAME args` prompt names; nothing is run here."""
-    from agi.claude.permissions import parse_rules
+    from agi.policy.permissions import parse_rules
 
     first, _, more = prompt.partition("\n")
     arguments = first.split(None, 1)[1].strip() if len(first.split(None, 1)) > 1 else ""
@@ -214,7 +214,7 @@ def _tools(value: Any, command: Command, cwd: str) -> list[str]:
     """`allowed-tools`: a list, or one string of rules separated by commas outside brackets.
     An entry that is not a rule (`Bash(git` with its `)` missing, `Bash(`, `5`) is a usage error
     naming the command file: read leniently, a typo would widen what the command allows."""
-    from agi.claude.permissions import parse_rule
+    from agi.policy.permissions import parse_rule
 
     if value is None:
         return []
@@ -269,8 +269,8 @@ def substitute(body: str, arguments: str, quoted: bool = False) -> str:
         return POSITIONAL.sub(lambda m: _word(words, int(m.group(1))), text)
     # in a shell step the arguments are never text: `$ARGUMENTS` becomes "$@" (each word one
     # argument, as Claude Code's plugins expect), `$N` "${N}", expanded by the shell from the
-    # step's positional parameters and environment (agi.claude.bash_quote.step_environment)
-    from agi.claude.bash_quote import by_reference
+    # step's positional parameters and environment (agi.policy.bash.quote.step_environment)
+    from agi.policy.bash.quote import by_reference
 
     return by_reference(body)
 
@@ -296,9 +296,9 @@ def run_steps(
 ) -> str:
     """Run the body's shell steps, fenced ```! blocks and inline !`CMD`, in one pass over the
     body as written: neither the arguments nor a step's output is scanned for steps."""
-    from agi.claude.bash_quote import as_judged
-    from agi.claude.guard import Guard
-    from agi.claude.permissions import Permissions
+    from agi.policy.bash.quote import as_judged
+    from agi.policy.guard import Guard
+    from agi.policy.permissions import Permissions
 
     # the user typed the command: its steps are judged by the rules (and dontAsk), not by the
     # modes that ask about the model's calls
@@ -331,8 +331,8 @@ def _record(where: Where, command: Command, step: str, code: int | None, denied:
 
 
 def _run(step: str, command: Command, where: Where, arguments: str = "") -> str:
-    from agi.claude.bash_quote import step_environment
-    from agi.process import child_env
+    from agi.policy.bash.quote import step_environment
+    from agi.policy.environment import child_env
     from agi.tools.shell import run_process
 
     values, words = step_environment(arguments)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agi.claude.commands import Expansion
-    from agi.config import ModelConfig
-    from agi.settings import Settings
+    from agi.options.config import ModelConfig
+    from agi.options.settings import Settings
 
 BUILTINS = ("compact", "help", "session", "sys")  # the REPL's own commands
 
@@ -23,7 +23,7 @@ def command_settings(
     `allowed-tools` rules added, its `model`); None for any other prompt. Nothing runs here.
     An unknown `/WORD` is a usage error listing the known commands."""
     from agi.claude.commands import first_word, lookup, prepare
-    from agi.claude.permissions import Permissions
+    from agi.policy.permissions import Permissions
 
     name = first_word(prompt)
     if name is None:
@@ -43,7 +43,7 @@ def command_text(expansion: Expansion, settings: Settings, ctx: Any, trace: Any)
     """The command's prompt, its shell steps run now, inside the run: judged by the turn's
     permission rules like Bash calls, recorded in the session's trace."""
     from agi.claude.commands import Where, expand
-    from agi.claude.permissions import Permissions
+    from agi.policy.permissions import Permissions
 
     env = {**settings.env, **ctx.env}
     where = Where(ctx.cwd, env, ctx.warn, settings.sandbox, trace)
@@ -54,7 +54,7 @@ def command_model(current: ModelConfig, spec: str) -> ModelConfig:
     """A command's `model`: `provider:model` as given; a Claude name or alias (`haiku`) when
     the run speaks Anthropic; otherwise the run's own model (the command was written for
     Claude Code, and its model may not exist elsewhere)."""
-    from agi.config import PROVIDERS, split_model
+    from agi.options.config import PROVIDERS, split_model
 
     provider, model = split_model(spec, {})
     if provider is not None and provider in PROVIDERS:

@@ -19,7 +19,7 @@ from agi.errors import UsageError
 
 if TYPE_CHECKING:
     from agi.claude.commands import Command
-    from agi.claude.hooks import Hook
+    from agi.claude.hooks.run import Hook
     from agi.claude.skills import Skill
     from agi.claude.subagents import AgentFile
     from agi.tools.mcp_config import McpSource
@@ -55,7 +55,7 @@ class Parts:
 
 def read_plugin(directory: Path) -> Plugin:
     """The plugin in a directory; a missing directory or a malformed manifest is a usage error."""
-    from agi.claude.hook_settings import read_json
+    from agi.claude.hooks.settings import read_json
 
     root = directory.expanduser().absolute()
     if not root.is_dir():
@@ -116,7 +116,7 @@ def load_plugins(dirs: list[Path]) -> Parts:
 
 
 def _hooks(plugin: Plugin, parts: Parts) -> None:
-    from agi.claude.hook_settings import parse_hooks, read_json
+    from agi.claude.hooks.settings import parse_hooks, read_json
 
     root = str(plugin.root)
     inline = plugin.manifest.get("hooks")

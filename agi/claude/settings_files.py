@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import UsageError
 
 if TYPE_CHECKING:
-    from agi.claude.hooks import Hook
-    from agi.claude.permissions import Rule
+    from agi.claude.hooks.run import Hook
+    from agi.policy.permissions import Rule
 
 KIND = "settings file"
 
@@ -37,8 +37,8 @@ def _strings(value: Any, where: str) -> list[str]:
 
 
 def read_claude_settings(paths: list[Path]) -> ClaudeSettings:
-    from agi.claude.hook_settings import parse_hooks, read_json
-    from agi.claude.permissions import KINDS, MODES, parse_rules
+    from agi.claude.hooks.settings import parse_hooks, read_json
+    from agi.policy.permissions import KINDS, MODES, parse_rules
 
     found = ClaudeSettings()
     for path in paths:

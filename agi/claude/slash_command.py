@@ -40,7 +40,7 @@ class SlashCommandTool:
         }
 
     def run(self, input: dict[str, Any], ctx: Any) -> str:
-        from agi.claude.permissions import Permissions
+        from agi.policy.permissions import Permissions
 
         line = input.get("command")
         if not isinstance(line, str) or not line.strip():

@@ -2,4 +2,4 @@
 
 `cli` (the command line), `repl` (`agi -i`), and the views they share: `render` (the terminal
 view on stderr), `output` (`--output json|jsonl`), `transcript` (`--list-sessions`, `--show`).
-Neovim's front end is `agi.nvim`."""
+Neovim's front end is `agi.frontends.nvim`."""

@@ -14,7 +14,7 @@ from agi.providers.stream import StreamAssembler, as_text
 from agi.providers.usage import parse_usage
 
 if TYPE_CHECKING:
-    from agi.config import ModelConfig
+    from agi.options.config import ModelConfig
 
 OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
 LIMITS = ("max_tokens", "max_completion_tokens")  # the reply's length, by either name

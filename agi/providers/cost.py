@@ -44,7 +44,7 @@ class Price:
 
     @classmethod
     def from_table(cls, table: dict[str, Any]) -> Price:
-        """A `[prices."MODEL"]` table (checked by agi.config)."""
+        """A `[prices."MODEL"]` table (checked by agi.options.config)."""
         return cls(**{k: float(v) for k, v in table.items() if k in PRICE_FIELDS})
 
 

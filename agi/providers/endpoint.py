@@ -13,7 +13,7 @@ from agi import __version__
 from agi.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agi.config import ModelConfig
+    from agi.options.config import ModelConfig
 
 LOCAL_PRESETS = ("ollama", "litellm")  # presets for servers on this machine: no key needed
 STARTS = {
@@ -57,7 +57,7 @@ def key_required(model: ModelConfig) -> str | None:
     preset (`openai`, `anthropic`, ...) at its own endpoint. None for the local presets, a server
     on this machine, a preset pointed at another server (a self-hosted vLLM, say) and a provider of
     your own: agi cannot tell whether those want a key, and they will say so if they do."""
-    from agi.config import PROVIDERS
+    from agi.options.config import PROVIDERS
 
     default_url, preset_variable, _ = PROVIDERS.get(model.provider, (None, None, None))
     variable = model.key_env or preset_variable

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import ProviderError
 
 if TYPE_CHECKING:
-    from agi.config import ModelConfig
+    from agi.options.config import ModelConfig
 
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
 MESSAGE_LIMIT = 300  # characters of a provider's message in agi's one line

@@ -8,7 +8,7 @@ takes `options.num_ctx` and `truncate: false` (an error instead of a silent cut,
 compactor then handles), so the `ollama` provider speaks it: `num_ctx` grows in powers of two
 as the conversation does (each change reloads the model, so it moves seldom, never shrinks in a
 run, and starts from the size already loaded), capped by the model's window as compaction
-sees it (`agi.providers.windows.window_for`: the config, the built-in table, a Modelfile's
+sees it (`agi.context.windows.window_for`: the config, the built-in table, a Modelfile's
 `num_ctx`, else the model's maximum from `POST /api/show`). The config's `max_tokens` is sent as
 `options.num_predict`. This module holds the protocol whole: endpoint, body, decoder, errors.
 """
@@ -160,7 +160,7 @@ class OllamaChat(Transport):
     def payload(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
-        from agi.sessions.estimate import estimate
+        from agi.context.estimate import estimate
 
         body: dict[str, Any] = {"model": self.config.model, "messages": ollama_messages(messages)}
         body |= {"stream": True, "truncate": False}  # an error, never a silent cut
@@ -209,7 +209,7 @@ class OllamaChat(Transport):
 
     def window(self) -> int | None:
         if self.cap is None:
-            from agi.providers.windows import window_for
+            from agi.context.windows import window_for
 
             c = self.config
             self.cap = window_for(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agi.config import ModelConfig
+    from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
 

@@ -15,9 +15,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
-from agi.decoding import SurrogateJoin, clean
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall, Usage
+from agi.policy.decoding import SurrogateJoin, clean
 
 SSE_LINE_LIMIT = 16 << 20  # bytes in one line of a stream (CONTRACT section 20)
 

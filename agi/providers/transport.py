@@ -27,7 +27,7 @@ from agi.providers.usage import header_cost
 if TYPE_CHECKING:
     import httpx
 
-    from agi.config import ModelConfig
+    from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
 
 ATTEMPTS = 3

@@ -11,8 +11,8 @@ SIGKILL is checked between pages; a full disk), and a record whose copies are no
 byte for byte, is left out of the view with the copies that did arrive, so the previous view
 stands, even after later lines are appended.
 
-What reaches a file is valid UTF-8 (agi.decoding.clean), and what is read back is checked line
-by line: a line of the wrong shape is skipped (or its bad field dropped) with a warning.
+What reaches a file is valid UTF-8 (agi.policy.decoding.clean), and what is read back is checked
+line by line: a line of the wrong shape is skipped (or its bad field dropped) with a warning.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agi.decoding import clean
+from agi.checkpoints.rewinds import rewound_view
 from agi.errors import TimeLimit, UsageError
 from agi.messages import COMPACTION, Usage
-from agi.redaction import REDACTED, redact, redact_chunks, usable
+from agi.policy.decoding import clean
+from agi.policy.redaction import REDACTED, redact, redact_chunks, usable
 from agi.sessions.files import (
     SESSION_FILES,
     append_bytes,
@@ -43,7 +44,6 @@ from agi.sessions.files import (
     refused,
     replace_file,
 )
-from agi.sessions.rewinds import rewound_view
 
 __all__ = ["REDACTED", "Session", "SessionIndex", "append_line", "fork", "make_private_dir"]
 FILES = (*SESSION_FILES, "transcript.jsonl")
@@ -257,7 +257,7 @@ class Session:
 
     def view(self) -> list[dict[str, Any]]:
         """What the model sees: the last complete compaction record and every line after it
-        (with rewind records: as agi.sessions.rewinds says)."""
+        (with rewind records: as agi.checkpoints.rewinds says)."""
         if self.visible is not None:
             return [self.messages[i] for i in self.visible]
         if not self.hidden:

@@ -66,9 +66,9 @@ class Toolbox:
         self._specs_mode: str | None = None  # the permission mode the specs were built for
         self.ctx = ctx or ToolContext()
         self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
-        self.guard = guard  # agi.claude.permissions.Guard: the permission rules, when there are any
+        self.guard = guard  # agi.policy.permissions.Guard: the permission rules, when there are any
         self.owner = owner  # a subagent's toolbox shares its parent's tools and must not close them
-        self.checkpoints: Any = None  # agi.sessions.checkpoints: shared with subagents' toolboxes
+        self.checkpoints: Any = None  # agi.checkpoints.snapshots: shared with subagents' toolboxes
 
     def interrupt(self) -> None:
         """Kill the commands running now (a cancelled turn); background jobs and terminals stay."""

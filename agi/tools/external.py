@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError, UsageError
-from agi.process import child_env
+from agi.policy.environment import child_env
 from agi.tools.protocol import ToolContext, ToolText
 from agi.tools.shell import Processes, kill_group, run_process
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agi.decoding import clean
 from agi.errors import ToolError
+from agi.policy.decoding import clean
 from agi.tools.protocol import ToolContext, require
 from agi.tools.reading import (
     SNIFF,

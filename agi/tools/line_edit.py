@@ -16,7 +16,7 @@ from typing import Any
 
 from agi.tools.keys import key
 
-UNREADABLE = "\x00"  # a line the judge cannot replay; agi.claude.bash_parse never vouches for it
+UNREADABLE = "\x00"  # a line the judge cannot replay; agi.policy.bash.parse never vouches for it
 MARK = "\x00typed:"  # Terminal.canonical: the lines a send completes, given to the judge
 _KEY = re.compile(r"<([^<>\s]+)>")
 # an interactive shell's history expansion (`!!`, `!rm`, `^a^b`) runs what earlier lines said

@@ -140,7 +140,7 @@ class Server:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            from agi.process import child_env
+            from agi.policy.environment import child_env
 
             env = child_env(spec["env"])  # like Claude Code: the whole environment, less the key
             params = StdioServerParameters(command=spec["command"], args=spec["args"], env=env)
@@ -238,7 +238,7 @@ class McpTool:
     tool: str  # the server's own name for it
     server: Server = field(repr=False)
     runtime: Runtime = field(repr=False)  # shared by every tool of a load
-    read_only: bool = False  # annotations.readOnlyHint: changes nothing (agi.claude.guard)
+    read_only: bool = False  # annotations.readOnlyHint: changes nothing (agi.policy.guard)
 
     @property
     def resource(self) -> Runtime:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agi.errors import ToolError
 
 if TYPE_CHECKING:
-    from agi.tools.sandbox import Policy
+    from agi.policy.sandbox import Policy
 
 
 class ToolText(str):
@@ -36,7 +36,7 @@ class ToolText(str):
 
 
 def _no_sandbox() -> Policy:
-    from agi.tools.sandbox import Policy
+    from agi.policy.sandbox import Policy
 
     return Policy()
 
@@ -54,7 +54,7 @@ class ToolContext:
 
     def environ(self) -> dict[str, str] | None:
         """The whole environment for a process, or None when ours serves unchanged."""
-        from agi.process import child_env
+        from agi.policy.environment import child_env
 
         return child_env(self.env)
 

@@ -11,12 +11,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
-from agi.process import child_env
+from agi.policy.environment import child_env
 from agi.tools.protocol import ToolContext, ToolText, require
 from agi.tools.strays import MARK, end_marked, new_token
 
 if TYPE_CHECKING:
-    from agi.tools.sandbox import Policy
+    from agi.policy.sandbox import Policy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

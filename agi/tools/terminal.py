@@ -13,14 +13,14 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
-from agi.process import child_env
+from agi.policy.environment import child_env
 from agi.tools import strays
 from agi.tools.keys import encode_keys
 from agi.tools.line_edit import LineEditor, judged
 from agi.tools.protocol import ToolContext, require
 
 if TYPE_CHECKING:
-    from agi.tools.sandbox import Policy
+    from agi.policy.sandbox import Policy
 
 DEFAULT_ROWS, DEFAULT_COLS = 24, 80
 DEFAULT_WAIT_MS = 1000

@@ -75,7 +75,7 @@ try:
     import agi
     out["agi"] = agi.__version__
     out["agi_path"] = agi.__file__
-    from agi.nvim.health import report
+    from agi.frontends.nvim.health import report
     options = json.loads(sys.argv[1])
     out.update(report(options if isinstance(options, dict) else {}))
 except Exception as e:

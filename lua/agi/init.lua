@@ -156,10 +156,10 @@ end
 ---@return string
 M.status = function() return vim.g.agi_status or '' end
 
--- Called from the Python host (agi.nvim.plugin) through nvim_exec_lua.
+-- Called from the Python host (agi.frontends.nvim.plugin) through nvim_exec_lua.
 M._event = function(id, event) Request.event(id, event) end
 
--- Called from the Python host with the names :AgiModel completes (agi.nvim.plugin.model_names).
+-- Called from the Python host with the names :AgiModel completes (agi.frontends.nvim.plugin.model_names).
 M._models = function(found)
   H.model_names = type(found.names) == 'table' and found.names or {}
   H.configured = type(found.configured) == 'string' and found.configured or nil
@@ -248,7 +248,7 @@ H.registered_by = 'the remote-plugin manifest'
 
 -- Helper functionality =======================================================
 -- Settings -------------------------------------------------------------------
-H.setup_config = function(config) return require('agi.options').main(config, H.default_config) end
+H.setup_config = function(config) return require('agi.options.values').main(config, H.default_config) end
 
 H.is_disabled = function() return vim.g.agi_disable == true or vim.b.agi_disable == true end
 

@@ -10,7 +10,7 @@ local Progress, U = require('agi.progress'), require('agi.util')
 ---@return integer The request id
 M.start = function(...) return H.start(...) end
 
---- An event from the Python host (agi.nvim.plugin): started, progress, notice, and the one
+--- An event from the Python host (agi.frontends.nvim.plugin): started, progress, notice, and the one
 --- that ends the request (done, cancelled, error).
 M.event = function(id, event)
   local req = H.requests[id]

@@ -9,7 +9,7 @@
 
 local M, H = {}, {}
 local Around, Ghost, Keys = require('agi.around'), require('agi.ghost'), require('agi.keys')
-local Options, U = require('agi.options'), require('agi.util')
+local Options, U = require('agi.options.values'), require('agi.util')
 
 --- The `suggest` table of `require('agi').setup()`.
 M.config = {
@@ -105,7 +105,7 @@ M.visible = function()
   return s.text:sub(#s.typed + 1)
 end
 
--- Called from the Python host (agi.nvim.suggest) through nvim_exec_lua.
+-- Called from the Python host (agi.frontends.nvim.suggest) through nvim_exec_lua.
 M._event = function(id, event)
   if event.type == 'done' or event.type == 'error' then H.settle(id) end
   local s = H.state

@@ -13,7 +13,7 @@ from typing import Any
 
 from agi.errors import ToolError
 from agi.frontends.acp import tools as acp_tools
-from agi.frontends.render import Silent
+from agi.frontends.views.terminal import Silent
 from agi.messages import Notice, ReasoningDelta, TextDelta, ToolEnd, ToolStart, UsageEvent
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from agi.decoding import clean
 from agi.errors import ToolError
+from agi.policy.decoding import clean
 from agi.tools.files import LINE_LIMIT, READ_LIMIT, Edit, Read, Write, positive_int, resolve
 from agi.tools.protocol import ToolContext, require
 

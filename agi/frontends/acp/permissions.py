@@ -1,4 +1,4 @@
-"""Permissions through the editor (CONTRACT section 16). The decisions are agi.claude.guard's
+"""Permissions through the editor (CONTRACT section 16). The decisions are agi.policy.guard's
 (rules first, then the session's mode); this module is the editor's side: the modes as ACP
 lists them, the question as `session/request_permission` (sent after the `tool_call` it
 concerns, with its diff), and the rules `allow_always` / `reject_always` add, kept in the
@@ -54,9 +54,9 @@ class SessionRules:
             pass
 
     def rules(self) -> list[Any]:
-        """As agi.claude.permissions rules (a hand-edited bad one is skipped)."""
-        from agi.claude.guard import LEARNED
-        from agi.claude.permissions import parse_rule
+        """As agi.policy.permissions rules (a hand-edited bad one is skipped)."""
+        from agi.policy.guard import LEARNED
+        from agi.policy.permissions import parse_rule
 
         out = []
         for kind, texts in (("deny", self.deny), ("allow", self.allow)):
@@ -81,7 +81,7 @@ class SessionRules:
 
 
 class EditorAsk:
-    """The Guard's `ask` callback (agi.claude.asking): `session/request_permission`."""
+    """The Guard's `ask` callback (agi.policy.asking): `session/request_permission`."""
 
     def __init__(self, session: Any):
         self.session = session
@@ -101,8 +101,8 @@ class EditorAsk:
         if answer is None:
             return None
         if answer in ("allow_always", "reject_always"):
-            from agi.claude.guard import LEARNED
-            from agi.claude.permissions import parse_rule
+            from agi.policy.guard import LEARNED
+            from agi.policy.permissions import parse_rule
 
             session.rules.add(answer, request.suggestion)
             kind = "allow" if answer == "allow_always" else "deny"

@@ -52,8 +52,8 @@ class Server:
         self.mode = mode if mode in MODES else "default"
 
     def settings_for(self, model: str | None, mcp: list[Any], cwd: str | None = None) -> Any:
-        from agi.options import overlay
-        from agi.settings import Settings
+        from agi.options.settings import Settings
+        from agi.options.values import overlay
 
         layers = [self.flags]
         if model:
@@ -63,7 +63,7 @@ class Server:
             tools = dataclasses.replace(settings.tools, mcp=[*settings.tools.mcp, *mcp])
             settings = dataclasses.replace(settings, tools=tools)
         if cwd is not None and settings.sandbox.mode == "workspace" and not self.allow_write():
-            from agi.tools.sandbox import Policy  # the workspace is the session's directory
+            from agi.policy.sandbox import Policy  # the workspace is the session's directory
 
             sandbox = Policy.load("workspace", (), not settings.sandbox.network, cwd=cwd)
             settings = dataclasses.replace(settings, sandbox=sandbox)
@@ -71,8 +71,8 @@ class Server:
 
     def allow_write(self) -> bool:
         """Whether --allow-write (or the config file's or environment's) names directories."""
-        from agi.config import config_path, load_file
-        from agi.options import env_layer, file_layer, resolve
+        from agi.options.config import config_path, load_file
+        from agi.options.values import env_layer, file_layer, resolve
 
         path = config_path()
         layers = [file_layer(load_file(path), path), env_layer(), self.flags]
@@ -85,7 +85,7 @@ class Server:
 
     def models(self, current: str) -> list[dict[str, str]]:
         """The model select: the session's model and every model the config file names."""
-        from agi.config import config_path, load_file
+        from agi.options.config import config_path, load_file
 
         try:
             data = load_file(config_path())

@@ -60,8 +60,8 @@ class EditorSession:
         if self.run is not None:
             self.run.close()
             self.run = None
-        from agi.claude.permissions import Permissions
         from agi.messages import Usage
+        from agi.policy.permissions import Permissions
 
         settings = self.server.settings_for(self.model, self.mcp, self.cwd)
         given = settings.permissions or Permissions()

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agi.engine.run import Run
 from agi.errors import Cancelled, TimeLimit
 from agi.frontends.acp.files import through_editor
 from agi.frontends.acp.permissions import EditorAsk, Started
-from agi.run import Run
 
 
 class EditorRun(Run):

@@ -24,7 +24,7 @@ from agi.frontends.batch.shared import Budget, Outcome, Progress, Shared, Writer
 if TYPE_CHECKING:
     import argparse
 
-    from agi.options import Layer
+    from agi.options.values import Layer
 
 # options of a single run that a batch takes per job, or not at all
 REFUSED = {
@@ -85,7 +85,7 @@ def prepare(plan: Plan, jobs: list[Job], budget: Budget) -> list[str]:
                 raise
             raise UsageError(f"{job.source}: {e}") from None
         keys.add(settings.model.api_key)
-    from agi.redaction import usable
+    from agi.policy.redaction import usable
 
     return usable([k for k in keys if k])
 
@@ -93,9 +93,9 @@ def prepare(plan: Plan, jobs: list[Job], budget: Budget) -> list[str]:
 def batch(args: argparse.Namespace, layer: Layer) -> int:
     """Read, check, run; the exit status (0 all done, 1 a job failed, 4 the budget stopped
     the batch, 130/143 interrupted)."""
+    from agi.options.settings import Settings
     from agi.process import hide_keys
     from agi.providers.transport import Transport
-    from agi.settings import Settings
 
     check_args(args)
     shard = parse_shard(args.shard)

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agi.errors import AgiError
 from agi.frontends.batch.jobs import Job
 from agi.frontends.batch.shared import Budget, BudgetSpent, JobMeter, Outcome
-from agi.frontends.render import Silent
+from agi.frontends.views.terminal import Silent
 
 if TYPE_CHECKING:
-    from agi.options import Layer
-    from agi.settings import Settings
+    from agi.options.settings import Settings
+    from agi.options.values import Layer
 
 PER_JOB = ("timeout", "max_steps", "max_cost")  # replaced on the job's settings, not loaded
 
@@ -42,7 +42,7 @@ class Plan:
         self._lock = threading.Lock()
 
     def settings(self, job: Job) -> Settings:
-        from agi.config import seconds
+        from agi.options.config import seconds
 
         given = {k: v for k, v in job.options.items() if k not in PER_JOB and k != "session"}
         key = json.dumps(given, sort_keys=True)
@@ -62,8 +62,8 @@ class Plan:
     def _load(self, job: Job, given: dict[str, Any]) -> Settings:
         if not given:
             return self.base
-        from agi.options import overlay
-        from agi.settings import Settings
+        from agi.options.settings import Settings
+        from agi.options.values import overlay
 
         schema = given.get("schema")
         if isinstance(schema, dict):
@@ -196,7 +196,7 @@ class LocalRuns:
 
     def one(self, job: Job, stop: Stop) -> Outcome | None:
         """One job to its outcome; None when a hard stop cut it short (nothing is written)."""
-        from agi.run import Run
+        from agi.engine.run import Run
 
         run = None
         try:

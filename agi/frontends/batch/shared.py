@@ -67,7 +67,7 @@ class Writer:
 
     def write(self, outcome: Outcome) -> bool:
         """Write one line; False when it could not be appended to FILE (see `failed`)."""
-        from agi.redaction import redact
+        from agi.policy.redaction import redact
 
         line = redact(outcome.line(), self.secrets)
         with self.lock:

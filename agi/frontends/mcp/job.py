@@ -27,12 +27,12 @@ from agi.frontends.mcp.call import (
     empty_usage,
     failure,
 )
-from agi.frontends.render import Silent, describe_input
+from agi.frontends.views.terminal import Silent, describe_input
 
 if TYPE_CHECKING:
-    from agi.options import Layer
-    from agi.run import Run
-    from agi.settings import Settings
+    from agi.engine.run import Run
+    from agi.options.settings import Settings
+    from agi.options.values import Layer
 
 SOURCE = "MCP call"
 
@@ -48,7 +48,7 @@ class Base:
     @classmethod
     def load(cls, layer: Layer) -> Base:
         """Resolve the server's options once; a bad option or config fails the start (exit 2)."""
-        from agi.settings import Settings
+        from agi.options.settings import Settings
 
         settings = Settings.load(layer)
         for warning in settings.warnings:  # shown once, at start, not with every call
@@ -60,7 +60,7 @@ class Base:
     def for_call(self, call: Call) -> Settings:
         """The server's settings with the call's fields over them (CONTRACT section 15: the
         call's layer is the last). What the call does not give stays as resolved at start."""
-        from agi.settings import judge_criteria, system_prompt
+        from agi.options.settings import judge_criteria, system_prompt
 
         s = self.settings
         changed: dict[str, Any] = {
@@ -86,8 +86,8 @@ class Base:
 
     def model(self, spec: str) -> Any:
         """The call's model, resolved as `-m` would be with the server's other options."""
-        from agi.options import overlay
-        from agi.settings import model_for
+        from agi.options.settings import model_for
+        from agi.options.values import overlay
 
         return model_for(self.layer, overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=spec))
 
@@ -218,7 +218,7 @@ class Job:
                     sys.stderr.write(f"agi: closing a call's run: {e}\n")
 
     def start(self) -> Run:
-        from agi.run import Run
+        from agi.engine.run import Run
 
         settings = self.base.for_call(self.call)
         run = Run(settings, self.started, view=Progress(self.send))

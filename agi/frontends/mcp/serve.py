@@ -219,7 +219,7 @@ NOT_WITH = {  # what means nothing to a server: each call names its own prompt a
 def main(args: Any) -> int:
     """`agi --mcp-serve [OPTIONS]`: the options resolved once (a bad one is exit 2 now), then
     the server until stdin closes."""
-    from agi.frontends.flags import flags_layer
+    from agi.frontends.cli.flags import flags_layer
     from agi.frontends.mcp.job import Base
 
     for name, what in NOT_WITH.items():

@@ -1,7 +1,7 @@
 """agi's remote plugin: the thin shim Neovim's Python host loads (named so it cannot shadow agi).
 
 The host imports this module while Neovim waits for it to start, so it imports pynvim only:
-agi.nvim.plugin (light) is imported at the first call, the engine on a worker thread. The Lua
+agi.frontends.nvim.plugin (light) is imported at the first call, the engine on a worker thread. The Lua
 side defines the commands and calls these functions asynchronously.
 """
 
@@ -23,10 +23,10 @@ class AgiNvim:
         self.error = None
 
     def load(self):
-        """agi.nvim.plugin.Plugin, or None with `error` saying why agi cannot be imported."""
+        """agi.frontends.nvim.plugin.Plugin, or None with `error` saying why agi cannot be imported."""
         if self.plugin is None and self.error is None:
             try:
-                from agi.nvim.plugin import Plugin
+                from agi.frontends.nvim.plugin import Plugin
             except ImportError as e:
                 self.error = (
                     f"the Python host ({sys.executable}) cannot import agi: {e}. Install it "

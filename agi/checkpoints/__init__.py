@@ -1,0 +1,1 @@
+"""Working-directory snapshots of a session's turns, and --rewind."""

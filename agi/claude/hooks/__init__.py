@@ -1,0 +1,1 @@
+"""Claude Code's hooks: settings, runs, merged verdicts, where they fire."""

@@ -1,0 +1,1 @@
+"""What the model sees of a long session: compaction, summaries, windows, estimates."""

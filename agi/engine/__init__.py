@@ -1,0 +1,1 @@
+"""The engine: the one door (a run opened from its specification), the loop, assembly."""

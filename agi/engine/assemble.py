@@ -1,0 +1,336 @@
+"""One path from settings to a ready agent: the transport, the toolbox and the hooks, built the
+same way for the command line, for subagents and for Neovim. Nothing is patched afterwards."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
+
+if TYPE_CHECKING:
+    from agi.claude.subagents import AgentFile
+    from agi.engine.loop import Agent
+    from agi.options.settings import Settings
+    from agi.providers.cost import Meter
+    from agi.providers.transport import Transport
+    from agi.sessions.session import Session
+    from agi.tools import Tool
+
+
+def _ignore(text: str) -> None:
+    pass
+
+
+@dataclass
+class Context:
+    """Where and within what limits agents run; one per run, shared (deeper) by its subagents."""
+
+    cwd: str = field(default_factory=os.getcwd)
+    deadline: float | None = None  # time.monotonic() value
+    depth: int = 0  # 0 for the run's own agent, 1 for its subagents, ...
+    warn: Callable[[str], None] = _ignore
+    env: dict[str, str] = field(default_factory=dict)  # hook exports, for every process tools start
+    on_transport: Callable[[Any], None] = _ignore  # told of every transport (Neovim cancels them)
+    tools: list[Tool] | None = None  # the run's tools, built once, shared with its subagents
+    transports: list[Transport] = field(default_factory=list)  # every one made: cancelled at exit
+    meter: Meter | None = None  # every model call's usage and cost, and the --max-cost budget
+    checkpoints: Any = None  # agi.checkpoints.snapshots.Checkpoints of the run, for subagents too
+    ask: Any = None  # the front end's permission question (agi.policy.asking); None: terminal
+    default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
+    mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
+    on_child_event: Callable[[Any], None] | None = None  # ACP: subagents' events (tool calls)
+
+    def deeper(self) -> Context:
+        """A subagent's context: the same limits, tools, environment and transports list."""
+        return replace(self, depth=self.depth + 1)
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """A new deadline (a REPL's next turn), for the transports made so far too."""
+        self.deadline = deadline
+        for transport in self.transports:
+            transport.deadline = deadline
+
+    def cancel(self) -> None:
+        """Close every model connection at once (from any thread)."""
+        for transport in list(self.transports):
+            transport.cancel()
+
+
+def assemble(
+    settings: Settings,
+    session: Session,
+    ctx: Context,
+    agent_type: str | None = None,
+) -> Agent:
+    """The agent for a session: its transport, its toolbox (with `Task` wired to run subagents
+    through this same function) and its hooks. `agent_type` names a subagent's file."""
+    from agi.engine.loop import Agent
+    from agi.tools import Toolbox, ToolContext
+
+    transport = make_transport(settings, session, ctx)
+    lifecycle = None
+    if settings.hooks is not None:
+        from agi.claude.hooks.lifecycle import Lifecycle
+
+        stop = "SubagentStop" if agent_type else "Stop"
+        lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
+        lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
+        lifecycle.cwd = ctx.cwd  # hooks see the run's cwd (an MCP call's may differ from ours)
+    prepare_tools(settings, ctx)
+    tools = choose(settings, ctx, session)
+    system = system_text(settings, settings.system, tools)
+    tool_ctx = ToolContext(
+        cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
+    )
+    guard = make_guard(settings, session, ctx, lifecycle, tools)
+    toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0, guard=guard)
+    if ctx.depth == 0 and ctx.checkpoints is None:
+        from agi.checkpoints.snapshots import for_run
+
+        ctx.checkpoints = for_run(settings, session, ctx.cwd, ctx.warn)
+    toolbox.checkpoints = ctx.checkpoints
+    chat: Any = transport
+    if settings.react:
+        from agi.providers.react import ReactTransport
+
+        chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
+    from agi.context.compaction import Compactor
+
+    compactor = Compactor(settings, session, transport, lifecycle, ctx.warn)
+    return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle, compactor)
+
+
+def make_guard(
+    settings: Settings, session: Session, ctx: Context, lifecycle: Any, tools: list[Any]
+) -> Any:
+    """The permission check: rules, the mode (`ctx.mode` once a front end changed it) and the
+    front end's `ctx.ask` (agi.policy.asking; the terminal question when None). None when
+    nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
+    quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None
+    if settings.permissions is None and lifecycle is None and quiet:
+        return None
+    from agi.policy.guard import Guard
+    from agi.policy.permissions import Permissions
+
+    permissions = settings.permissions or Permissions()
+    if ctx.mode is not None:
+        permissions = Permissions(permissions.rules, ctx.mode)
+    read_only = {t.name for t in tools if getattr(t, "read_only", False)}
+    guard = Guard(
+        permissions,
+        session.trace,
+        ctx.ask,
+        hooks=lifecycle,
+        read_only=read_only,
+        default_asks=ctx.default_asks,
+    )
+    if lifecycle is not None:
+        lifecycle.guard = guard  # hooks see the mode in `permission_mode`
+    return guard
+
+
+HOOK_JUDGE = (
+    "You check a condition for a hook of agi, a command-line agent. The user's message states "
+    'the condition and the event it is about. Answer {"ok": true} when the condition is met, '
+    'or {"ok": false, "reason": "..."} saying what is missing; the reason goes to the agent.'
+)
+
+
+class HookJudge:
+    """What a `"type": "prompt"` hook asks: one JSON exchange with the hook's model (else the
+    run's), counted in usage and under --max-cost; returns the model's {ok, reason}."""
+
+    def __init__(self, settings: Settings, session: Session, ctx: Context):
+        self.settings, self.session, self.ctx = settings, session, ctx
+
+    def __call__(self, prompt: str, model: str | None, timeout: float) -> Any:
+        from agi.claude.extensions import command_model
+        from agi.messages import drain
+        from agi.structured.schema import ghost_json
+
+        config = command_model(self.settings.model, model) if model else self.settings.model
+        transport = make_transport(replace(self.settings, model=config), self.session, self.ctx)
+        limit = time.monotonic() + timeout
+        transport.deadline = min(limit, self.ctx.deadline or limit)
+        try:
+            schema = {
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}, "reason": {"type": "string"}},
+                "required": ["ok"],
+            }
+            system = {"role": "system", "content": HOOK_JUDGE}
+            return drain(ghost_json(transport, [system], schema, prompt, attempts=2))
+        except TimeLimit:
+            if self.ctx.deadline is not None and self.ctx.deadline <= limit:
+                raise  # the run's own --timeout
+            raise TimeoutError(f"the prompt hook took over {timeout:g} s") from None
+        finally:
+            transport.close()
+            if transport in self.ctx.transports:
+                self.ctx.transports.remove(transport)
+
+
+def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
+    """The system prompt an agent is sent: `prompt`, and the skills' list when it offers Skill."""
+    if not any(t.name == "Skill" for t in tools):
+        return prompt
+    from agi.claude.skills import skills_prompt
+
+    return prompt + "\n\n" + skills_prompt(settings.skills)
+
+
+def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
+    """The transport for the model's wire protocol (agi.providers.protocols), traced into the
+    session and known to the run's context (deadline, meter, cancel)."""
+    from agi.providers.protocols import transport_for
+
+    transport = transport_for(
+        settings.model,
+        session.trace,
+        deadline=ctx.deadline,
+        timeout=settings.timeout,
+        meter=ctx.meter,
+        home=settings.home,
+        windows=settings.window.windows,
+    )
+    ctx.transports.append(transport)
+    ctx.on_transport(transport)
+    return transport
+
+
+def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
+    """Every tool the run may offer: built-ins, the user's tools (`--describe`, cached), MCP
+    servers' tools (cached lists; servers start when first called) and the Skill tool."""
+    sources = settings.tools
+    if sources.none:
+        return []
+    tools: list[Any] = []
+    if sources.builtin:
+        from agi.tools import builtin_tools
+
+        tools += builtin_tools()
+    if sources.files or sources.dirs:
+        from agi.tools.external import load_tools
+
+        own, warnings = load_tools(sources.files, sources.dirs, settings.home / "tool-cache.json")
+        tools += own
+        _warn_all(ctx, warnings)
+    if sources.mcp:
+        from agi.tools.mcp import load_mcp
+
+        mcp_tools, warnings = load_mcp(sources.mcp, settings.home / "mcp-cache.json")
+        tools += mcp_tools
+        _warn_all(ctx, warnings)
+    if settings.skills:
+        from agi.claude.skills import SkillTool, skills_prompt
+
+        if skills_prompt(settings.skills):
+            tools.append(SkillTool(settings.skills))
+    if settings.commands:
+        from agi.claude.slash_command import SlashCommandTool
+
+        slash = SlashCommandTool(settings.commands, settings)
+        if slash.commands:  # some command the model may run
+            tools.append(slash)
+    return tools
+
+
+def _warn_all(ctx: Context, warnings: list[str]) -> None:
+    for warning in warnings:
+        ctx.warn(warning)
+
+
+def prepare_tools(settings: Settings, ctx: Context) -> None:
+    """Build the run's tools once (before any session is touched) and check --tools against
+    them: an unknown name is a usage error. A sandbox that bwrap cannot build is one too."""
+    settings.sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
+    for name, value in settings.env.items():  # settings files' env; hooks' exports come later
+        ctx.env.setdefault(name, value)
+    if ctx.tools is not None:
+        return
+    ctx.tools = build_tools(settings, ctx)
+    allow = settings.tools.allow
+    if allow is None:
+        return
+    known = {t.name for t in ctx.tools} | ({"Task"} if _offers_task(settings) else set())
+    unknown = [n for n in allow if n not in known]
+    if unknown:
+        where, available = settings.tools.allow_source, ", ".join(sorted(known)) or "none"
+        raise UsageError(f"unknown tool in {where}: {', '.join(unknown)} (available: {available})")
+
+
+def _offers_task(settings: Settings) -> bool:
+    return settings.tools.builtin and not settings.tools.none
+
+
+def choose(settings: Settings, ctx: Context, session: Session) -> list[Any]:
+    """The tools this agent offers: the allowlist applied, and `Task` (running subagents in
+    sessions under this one) while subagents may go deeper."""
+    from agi.claude.subagents import MAX_DEPTH, Task
+
+    available = list(ctx.tools or [])
+    if _offers_task(settings) and ctx.depth < MAX_DEPTH:
+        available.append(Task(settings.agents, Spawner(settings, ctx, session)))
+    allow, exclude = settings.tools.allow, set(settings.tools.exclude)
+    chosen = available if allow is None else [t for t in available if t.name in allow]
+    return [t for t in chosen if t.name not in exclude]
+
+
+class Spawner:
+    """What `Task` calls: run a subagent to its answer in its own session under the parent's."""
+
+    def __init__(self, settings: Settings, ctx: Context, parent: Session):
+        self.settings, self.ctx, self.parent = settings, ctx, parent
+
+    def __call__(self, agent: AgentFile, prompt: str, description: str) -> str:
+        from agi.claude.subagents import subagent_dir
+        from agi.messages import drain
+        from agi.sessions.session import Session
+
+        settings = self.settings.for_agent(agent, subagent_model(self.settings, agent))
+        parent = self.parent
+        session = Session.open(subagent_dir(parent.path, agent.name), parent.secrets)
+        session.write_meta(
+            model=settings.model.label,
+            parent=str(parent.path),
+            agent=agent.name,
+            description=description,
+        )
+        child = assemble(settings, session, self.ctx.deeper(), agent_type=agent.name)
+        try:
+            return str(drain(child.run(prompt), self.ctx.on_child_event).text)
+        except (ProviderError, LimitReached) as e:
+            raise ToolError(f"the subagent failed: {e}") from e
+        finally:
+            compactor = child.compactor
+            session.add_usage(child.usage + compactor.usage if compactor else child.usage)
+            session.write_meta()
+            child.close()
+
+
+def subagent_model(settings: Settings, agent: AgentFile) -> Any:
+    """A `provider:model` in the agent file is used as given; Claude's aliases (sonnet, opus,
+    haiku) name the current model of that family when the parent speaks Anthropic, and the
+    parent's model otherwise (as `inherit` does)."""
+    if not agent.model:
+        return None
+    if ":" not in agent.model:
+        if settings.model.provider != "anthropic":
+            return None
+        from agi.providers.anthropic import claude_model
+
+        alias = claude_model(agent.model)
+        return replace(settings.model, model=alias) if alias else None
+    provider, _, name = agent.model.partition(":")
+    return replace(settings.model, provider=provider, model=name)
+
+
+def deadline_for(settings: Settings, started: float | None = None) -> float | None:
+    """The monotonic deadline of a run (or a REPL turn) that started at `started`."""
+    if not settings.timeout:
+        return None
+    return (time.monotonic() if started is None else started) + settings.timeout

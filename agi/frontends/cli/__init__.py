@@ -1,0 +1,1 @@
+"""The command line: flags, one-shot runs, the REPL, the read-only views."""

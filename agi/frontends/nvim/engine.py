@@ -1,0 +1,192 @@
+"""One Neovim request, run on a worker thread: settings, a session under `$AGI_HOME/nvim` (a new
+one, or for :AgiRefine the one of the buffer's last request), the agent (a single model call
+unless tools are on), and the lines that replace the range."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agi.errors import AgiError
+from agi.frontends.nvim.edit import fence_for, result_lines
+from agi.options.config import agi_home
+from agi.prompts import HERE as PROMPTS
+from agi.sessions.session import Session, new_session_id
+
+if TYPE_CHECKING:
+    from agi.options.values import Layer
+
+
+class Job(Protocol):
+    """What the engine needs of the request it serves (agi.frontends.nvim.plugin.Job)."""
+
+    request: dict[str, Any]
+    meter: Any
+
+    def started(self, log: str, session: str = "") -> None: ...
+    def attach(self, transport: Any) -> None: ...
+    def check(self) -> None: ...
+    def progress(self, event: Any) -> None: ...
+    def notice(self, text: str) -> None: ...
+
+
+def nvim_layer(options: dict[str, Any]) -> Layer:
+    """setup() options as Neovim's layer: they win over the config file and the environment.
+    `tools = false` (the plugin's default) offers none, whatever the config file's `tools`."""
+    from agi.options.values import ToolChoice, overlay
+
+    tools = options.get("tools")
+    return overlay(
+        "Neovim setup()",
+        model=options.get("model") or None,
+        base_url=options.get("base_url") or None,
+        sys=list(options["sys"]) if options.get("sys") else None,
+        react=True if options.get("react") else None,
+        tools=ToolChoice(allow=tuple(tools)) if isinstance(tools, list) else
+        ToolChoice(none=True) if tools is False or tools is None else None,
+    )  # fmt: skip
+
+
+def render_prompt(request: dict[str, Any]) -> str:
+    """refactor.md or implement.md, filled with the file's name, type, range and context."""
+    kind = "implement" if request.get("kind") == "implement" else "refactor"
+    template = (PROMPTS / f"{kind}.md").read_text(encoding="utf-8")
+    before = "\n".join(request.get("before") or [])
+    selection = "\n".join(request.get("lines") or [])
+    after = "\n".join(request.get("after") or [])
+    instruction = str(request.get("instruction") or "").strip()
+    if kind == "implement" and instruction:
+        instruction = f"\n\nAlso: {instruction}"
+    first = int(request.get("first") or 1)
+    return template.format(
+        filetype=request.get("filetype") or "text",
+        filename=request.get("filename") or "[No Name]",
+        first=first,
+        last=first + max(0, len(request.get("lines") or []) - 1),
+        instruction=instruction,
+        fence=fence_for("\n".join((before, selection, after))),
+        before=before,
+        selection=selection,
+        after=after,
+    ).strip()
+
+
+REFINED = {
+    "shown": "Your proposal has not been applied: the lines still read as before.",
+    "partly": "Some of the changes you proposed were applied, the others were not.",
+    "applied": "Your proposal was applied (and may have been edited since).",
+    "dropped": "Your proposal was not applied.",
+}
+
+
+def render_refine(request: dict[str, Any]) -> str:
+    """refine.md: the user's instruction about the last answer, and the lines as they are now."""
+    template = (PROMPTS / "refine.md").read_text(encoding="utf-8")
+    selection = "\n".join(request.get("lines") or [])
+    first = int(request.get("first") or 1)
+    return template.format(
+        instruction=str(request.get("instruction") or "").strip(),
+        state=REFINED.get(str(request.get("refine")), REFINED["dropped"]),
+        filetype=request.get("filetype") or "text",
+        filename=request.get("filename") or "[No Name]",
+        first=first,
+        last=first + max(0, len(request.get("lines") or []) - 1),
+        fence=fence_for(selection),
+        selection=selection,
+    ).strip()
+
+
+def open_session(request: dict[str, Any]) -> Session:
+    """A new session under `$AGI_HOME/nvim`, or the one named by the request (:AgiRefine),
+    which must be one of those."""
+    home = agi_home() / "nvim"
+    given = request.get("session")
+    if not given:
+        return Session.open(home / new_session_id())
+    path = Path(str(given)).expanduser().resolve()
+    if path.parent != home.resolve() or not (path / "meta.json").is_file():
+        raise AgiError(f"cannot continue {given}: it is not a session of agi's Neovim requests")
+    return Session.open(path)
+
+
+def run_request(job: Job) -> list[str]:
+    """Run the request to the lines that replace its range; its session keeps the trace."""
+    session = open_session(job.request)
+    job.started(str(session.trace_file), str(session.path))
+    with session.locked():
+        try:
+            return _run(job, session)
+        except BaseException as e:
+            record = {"type": "error", "exit_code": getattr(e, "exit_code", 1)}
+            record["error"] = str(e) or type(e).__name__
+            if not isinstance(e, AgiError):
+                import traceback
+
+                record["traceback"] = traceback.format_exc()
+            session.trace(record)
+            raise
+        finally:
+            if job.meter is not None:
+                session.add_usage(job.meter.total)
+            session.write_meta()
+
+
+class JobView:
+    """A run's view for a Neovim request: progress to Lua, warnings as notices, and a check
+    for cancellation at every event."""
+
+    def __init__(self, job: Job):
+        self.job = job
+
+    def handle(self, event: Any) -> None:
+        _progress(self.job, event)
+
+    def warn(self, text: str) -> None:
+        self.job.notice(text)
+
+    def __getattr__(self, name: str) -> Any:  # the terminal view's other calls: nothing to show
+        return lambda *args, **kwargs: None
+
+
+def _run(job: Job, session: Session) -> list[str]:
+    """The request as a run of its own (the same settings, price checks, assembly and hooks as
+    the command line's), in the session the caller holds."""
+    import time
+
+    from agi.engine.run import Run
+    from agi.options.settings import Settings
+    from agi.policy.redaction import usable
+
+    request = job.request
+    settings = Settings.load(nvim_layer(request.get("options") or {}))
+    session.secrets = usable([settings.model.api_key])
+    run = Run(settings, time.monotonic(), view=JobView(job))
+    job.meter = run.meter  # subagents included
+    run.ctx.cwd = request.get("cwd") or os.getcwd()
+    run.ctx.on_transport = job.attach
+    run.session = session
+    try:
+        refine = bool(request.get("refine"))
+        prompt = render_refine(request) if refine else render_prompt(request)
+        context = run.start(None, False)
+        keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
+        described = {k: request.get(k) for k in keys if request.get(k) is not None}
+        session.write_meta(model=settings.model.label, nvim=described)
+        run.described = {"nvim": described}  # in the trace's run record
+        reply = run.turn(f"{prompt}\n\n{context}" if context else prompt)
+    finally:
+        try:
+            run.end_hooks("other")
+        except AgiError as e:
+            job.notice(str(e))
+        finally:
+            run.close()
+    lines = result_lines(request, reply.text)
+    session.trace({"type": "nvim_result", "lines": lines})
+    return lines
+
+
+def _progress(job: Job, event: Any) -> None:
+    job.check()
+    job.progress(event)

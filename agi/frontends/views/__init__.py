@@ -1,0 +1,1 @@
+"""How a run is shown: the terminal view, --output json/jsonl lines."""

@@ -1,0 +1,1 @@
+"""Options: the option table, the config file, the layers, the resolved settings."""

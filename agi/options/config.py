@@ -1,0 +1,275 @@
+"""The config file (read and checked), where agi keeps its state, and the model's endpoint and key
+as the resolved options (agi.options.values) and the provider presets decide."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agi.options.values import Resolved
+
+# provider: (default base URL, API key variable, base URL variable)
+PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
+    "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", None),
+    "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", None),
+    "litellm": ("http://localhost:4000/v1", "LITELLM_API_KEY", "LITELLM_BASE_URL"),
+    "ollama": ("http://localhost:11434/v1", None, None),
+    # the Messages API (agi.providers.anthropic), not chat completions: its base has no /v1
+    "anthropic": ("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "gemini": ("https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", None),
+}
+
+NO_MODEL = (
+    "no model configured: pass -m PROVIDER:MODEL (e.g. -m openai:gpt-4o-mini or "
+    '-m ollama:qwen3), set AGI_MODEL, or put model = "..." in {path}'
+)
+
+# what each config-file key may hold: (check, description); keys are the flags' names
+_str = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
+_bool = (lambda v: isinstance(v, bool), "true or false")
+_positive = (
+    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf"),
+    "a positive number",
+)
+MAX_SECONDS = 1e6  # a longer timeout is this one (about eleven days): no overflow, no surprise
+
+
+def seconds(value: float | None) -> float | None:
+    return None if value is None else min(float(value), MAX_SECONDS)
+
+
+_names = (
+    lambda v: isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "a string or a list of strings",
+)
+FILE_KEYS: dict[str, tuple[Any, str]] = {
+    "model": _str,
+    "base_url": _str,
+    "api_key": _str,
+    "provider": _str,
+    "max_steps": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive integer",
+    ),
+    "timeout": _positive,
+    "idle_timeout": _positive,
+    "max_tokens": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive integer",
+    ),
+    "sys": _names,
+    "tools": _names,
+    "no_bash": _bool,
+    "no_tools": _bool,
+    "verbose": _bool,
+    "quiet": _bool,
+    "output": (lambda v: v in ("text", "json", "jsonl"), "one of text, json, jsonl"),
+    "params": (lambda v: isinstance(v, dict), "a table"),
+    "providers": (lambda v: isinstance(v, dict), "a table of tables"),
+    "hooks": _names,
+    "skills": _names,
+    "agents": _names,
+    "tool": _names,
+    "tools_dir": _names,
+    "mcp": _names,
+    "schema": _str,
+    "exit_code": (lambda v: isinstance(v, (bool, str)), "true, false or the criteria"),
+    "react": _bool,
+    "sandbox": (
+        lambda v: v in ("off", "read-only", "workspace"),
+        "one of off, read-only, workspace",
+    ),
+    "allow_write": _names,
+    "no_network": _bool,
+    "max_cost": _positive,
+    "context_window": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 256,
+        "a number of tokens (at least 256)",
+    ),
+    "compact": (lambda v: v in ("auto", "off"), 'one of "auto", "off"'),
+    "no_compact": _bool,
+    "compact_threshold": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+        "a fraction of the context window, above 0 and at most 1",
+    ),
+    "models": (lambda v: isinstance(v, dict), 'a table of [models."NAME"] tables'),
+    "prices": (lambda v: isinstance(v, dict), 'a table of [prices."MODEL"] tables'),
+    "plugins": _names,
+    "settings": _names,
+    "allow": _names,
+    "ask": _names,
+    "deny": _names,
+    "checkpoints": _bool,
+    "stdin_limit": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+        "a positive number of bytes",
+    ),
+    "permission_mode": (
+        lambda v: v in ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"),
+        'one of "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"',
+    ),
+}
+MODEL_KEYS: dict[str, tuple[Any, str]] = {"context_window": FILE_KEYS["context_window"]}
+PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
+    "base_url": _str,
+    "api_key": _str,
+    "api_key_env": _str,
+    "params": (lambda v: isinstance(v, dict), "a table"),
+}
+_price = (
+    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+    "a number of USD per million tokens",
+)
+PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
+    ("input", "output", "cached", "cache_write"), _price
+)
+
+
+def _check_tables(
+    path: Path, section: str, tables: dict[str, Any], rules: dict[str, tuple[Any, str]]
+) -> None:
+    """`[SECTION."NAME"]` tables: each a table whose keys follow `rules`."""
+    for name, table in tables.items():
+        where = f"{section}.{name}" if section == "providers" else f'{section}."{name}"'
+        if not isinstance(table, dict):
+            raise ConfigError(f"config file {path}: {where} must be a table")
+        for key, value in table.items():
+            _check(path, f"{where}.{key}", value, rules)
+
+
+def _check_prices(path: Path, prices: dict[str, Any]) -> None:
+    """`[prices."MODEL"]` tables: input and output required, cached and cache_write optional."""
+    _check_tables(path, "prices", prices, PRICE_KEYS)
+    for name, table in prices.items():
+        missing = [k for k in ("input", "output") if k not in table]
+        if missing:
+            raise ConfigError(
+                f'config file {path}: prices."{name}" needs {" and ".join(missing)} '
+                "(USD per million tokens)"
+            )
+
+
+def _check(path: Path, name: str, value: Any, rules: dict[str, tuple[Any, str]]) -> None:
+    key = name.rpartition(".")[2]
+    if key not in rules:
+        raise ConfigError(f"config file {path}: unknown setting {name!r}")
+    valid, description = rules[key]
+    if not valid(value):
+        raise ConfigError(f"config file {path}: {name} must be {description}, not {value!r}")
+
+
+def config_path() -> Path:
+    if os.environ.get("AGI_CONFIG"):
+        return Path(os.environ["AGI_CONFIG"]).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "agi" / "config.toml"
+
+
+def agi_home() -> Path:
+    if os.environ.get("AGI_HOME"):
+        return Path(os.environ["AGI_HOME"]).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "agi"
+
+
+_parsed: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}  # path -> (stamp, settings)
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    """The config file's settings; a missing file is empty, a broken one a ConfigError. A
+    process serving many runs (MCP server, batch, ACP) parses it again only when it changed."""
+    try:
+        raw = path.read_bytes()
+        stat = path.stat()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
+    stamp = (stat.st_mtime_ns, len(raw))
+    cached = _parsed.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8", "replace"))
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {path}: {e}") from e
+    for key, value in data.items():
+        _check(path, key, value, FILE_KEYS)
+    _check_tables(path, "providers", data.get("providers") or {}, PROVIDER_KEYS)
+    _check_prices(path, data.get("prices") or {})
+    _check_tables(path, "models", data.get("models") or {}, MODEL_KEYS)
+    _parsed[str(path)] = (stamp, data)
+    return data
+
+
+@dataclass
+class ModelConfig:
+    provider: str
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    params: dict[str, Any] = field(default_factory=dict)
+    idle_timeout: float = 300.0
+    max_tokens: int | None = None  # the Messages API requires one; else a per-model default
+    key_env: str | None = None  # the variable the key comes from (agi.providers.endpoint)
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def split_model(spec: str, known: dict[str, Any]) -> tuple[str | None, str]:
+    """`provider:model` when the prefix names a provider; else a bare model (which may hold `:`)."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and rest and (prefix in PROVIDERS or prefix in known):
+        return prefix, rest
+    return None, spec
+
+
+def resolve_model(r: Resolved, path: Path) -> ModelConfig:
+    """Pick model, endpoint and key by the contract's precedence: the options' layers (config
+    file < environment < front end), then the provider's table, its variables, its preset."""
+    env = os.environ
+    o = r.options
+    custom: dict[str, Any] = o.providers or {}
+    spec = o.model
+    if not spec:
+        raise ConfigError(NO_MODEL.format(path=path))
+    provider, model = split_model(spec, custom)
+    provider = provider or o.provider or "openai"
+    section = custom.get(provider) or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"config file {path}: providers.{provider} must be a table")
+    default_url, key_var, url_var = PROVIDERS.get(provider, (None, None, None))
+    base_url = (
+        o.base_url
+        or section.get("base_url")
+        or (env.get(url_var) if url_var else None)
+        or default_url
+    )
+    if not base_url:
+        raise ConfigError(
+            f"no endpoint for provider {provider!r}: pass --base-url URL, set AGI_BASE_URL, "
+            f'or add [providers.{provider}] base_url = "..." to {path}'
+        )
+    key_var = section.get("api_key_env") or key_var
+    api_key = (
+        env.get("AGI_API_KEY")
+        or (env.get(key_var) if key_var else None)
+        or section.get("api_key")
+        or o.api_key
+    )
+    params = dict(o.params or {})
+    params.update(section.get("params") or {})
+    idle = seconds(o.idle_timeout or 300.0) or 300.0
+    return ModelConfig(
+        provider, model, base_url, api_key or None, params, idle, o.max_tokens, key_var
+    )

@@ -1,0 +1,321 @@
+"""The settings of a run: defaults < config.toml < environment < flags, resolved once into plain
+data. Nothing here starts a process or builds a tool; `agi.engine.assemble` does that."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import UsageError
+from agi.options.config import ModelConfig
+from agi.options.values import ToolChoice
+from agi.policy.sandbox import Policy
+
+if TYPE_CHECKING:
+    from agi.claude.commands import Command
+    from agi.claude.hooks.run import Hooks
+    from agi.claude.plugins import Plugin
+    from agi.claude.skills import Skill
+    from agi.claude.subagents import AgentFile
+    from agi.options.values import Layer, Options, Resolved
+    from agi.policy.permissions import Permissions
+
+
+def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
+    """The system prompt files concatenated in order (`default` is the built-in prompt);
+    `where` names the option in errors (`--sys`, `config.toml: sys`)."""
+    from agi.prompts import default_system_prompt
+
+    if not files:
+        return default_system_prompt()
+    parts = []
+    for name in files:
+        if name == "default":
+            parts.append(default_system_prompt())
+            continue
+        try:
+            parts.append(Path(name).expanduser().read_text(encoding="utf-8").strip())
+        except OSError as e:
+            raise UsageError(f"{where}: cannot read {name}: {e.strerror}") from e
+        except UnicodeDecodeError as e:
+            raise UsageError(f"{where}: {name} is not UTF-8 text") from e
+    return "\n\n".join(parts)
+
+
+def judge_criteria(value: Any) -> str | None:
+    """--exit-code: None when off, "" for the generic rule (`exit_code = true` in the config)."""
+    if value is None or value is False:
+        return None
+    return "" if value is True else str(value)
+
+
+@dataclass
+class ToolSources:
+    """Where a run's tools come from; `agi.engine.assemble` builds them (--describe, MCP lists)."""
+
+    builtin: bool = True  # the built-in tools (Bash, files, Terminal, calculate) and Task
+    files: list[Path] = field(default_factory=list)  # --tool
+    dirs: list[Path] = field(default_factory=list)  # --tools-dir, and tools/ beside the config
+    mcp: list[Any] = field(default_factory=list)  # --mcp, mcp.json beside the config: Path or
+    # agi.tools.mcp_config.McpSource (a plugin's servers, or a file with settings files' env)
+    allow: list[str] | None = None  # --tools: the names offered (None: all)
+    none: bool = False  # --no-tools
+    allow_source: str = "--tools"  # where the allowlist came from, for errors
+    exclude: list[str] = field(default_factory=list)  # never offered (an agent's disallowedTools)
+
+
+@dataclass
+class Window:
+    """How a session is kept within the model's context window."""
+
+    compact: bool = True  # compact = "auto" (default); "off" or --no-compact: never
+    threshold: float = 0.8  # compact before a request passing this fraction of the window
+    windows: dict[str, Any] = field(default_factory=dict)  # context_window, [models."NAME"]
+
+
+@dataclass
+class Settings:
+    """Everything a run needs, from defaults < config file < environment < flags."""
+
+    model: ModelConfig
+    system: str
+    tools: ToolSources = field(default_factory=ToolSources)
+    max_steps: int = 50
+    timeout: float | None = None
+    output: str = "text"
+    verbose: bool = False
+    quiet: bool = False
+    home: Path = field(default_factory=Path)
+    hooks: Hooks | None = None  # when any hooks file is given
+    agents: list[AgentFile] = field(default_factory=list)  # subagent definitions
+    skills: list[Skill] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # to show once the view exists
+    react: bool = False  # the text ReAct protocol instead of native tool calls
+    schema: dict[str, Any] | None = None  # --schema, as JSON Schema
+    judge: str | None = None  # --exit-code: its criteria, "" for the generic rule
+    sandbox: Policy = field(default_factory=Policy)  # --sandbox, --allow-write, --no-network
+    max_cost: float | None = None  # --max-cost: USD a run may spend
+    prices: dict[str, Any] = field(default_factory=dict)  # [prices."MODEL"] tables, USD per Mtok
+    window: Window = field(default_factory=Window)  # compaction: compact, threshold, windows
+    permissions: Permissions | None = None  # rules and mode (section 12), when any are given
+    commands: list[Command] = field(default_factory=list)  # slash commands, by name
+    env: dict[str, str] = field(default_factory=dict)  # settings files' env: tools, hooks, MCP
+    plugins: list[Plugin] = field(default_factory=list)  # --plugin-dir, for listings
+    checkpoints: bool = True  # --no-checkpoints, checkpoints = false
+    stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
+
+    def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
+        """A subagent's settings: its file's prompt, tools (less its `disallowedTools`) and
+        model; no ghost exchanges."""
+        tools = self.tools
+        if agent.tools is not None:
+            allowed = [t for t in agent.tools if self.tools.allow is None or t in self.tools.allow]
+            tools = dataclasses.replace(self.tools, allow=allowed)
+        if agent.disallowed:
+            tools = dataclasses.replace(tools, exclude=[*tools.exclude, *agent.disallowed])
+        return dataclasses.replace(
+            self,
+            model=model or self.model,
+            system=agent.system or self.system,
+            tools=tools,
+            schema=None,
+            judge=None,
+            warnings=[],
+        )
+
+    @classmethod
+    def load(cls, *layers: Layer, defaults: Options | None = None) -> Settings:
+        """The settings from built-in defaults < `defaults` < the config file < the environment
+        < `layers` (each front end's own, in order). Reads the config file and the files it
+        names; starts nothing."""
+        from agi.options.config import agi_home, config_path, load_file, resolve_model, seconds
+        from agi.options.values import Layer, env_layer, file_layer, resolve
+
+        path = config_path()
+        file = load_file(path)
+        first = [Layer(defaults, "defaults")] if defaults is not None else []
+        r = resolve([*first, file_layer(file, path), env_layer(), *layers])
+        o = r.options
+        warnings: list[str] = []
+        model = resolve_model(r, path)
+        extensions = _extensions(r, path, warnings)
+        tools = _tool_sources(r, path.parent)
+        tools.mcp += extensions.pop("mcp", [])
+        if extensions.get("env"):
+            from agi.tools.mcp_config import McpSource
+
+            env = extensions["env"]
+            tools.mcp = [
+                McpSource(path=p, env=env) if isinstance(p, Path) else p for p in tools.mcp
+            ]
+        return cls(
+            model=model,
+            system=system_prompt(o.sys, r.where("sys")),
+            tools=tools,
+            max_steps=o.max_steps or 50,
+            timeout=seconds(o.timeout),
+            output=o.output or "text",
+            verbose=bool(o.verbose),
+            quiet=bool(o.quiet),
+            home=agi_home(),
+            warnings=warnings,
+            schema=_schema(o.schema, r.where("schema")),
+            judge=judge_criteria(o.exit_code),
+            react=bool(o.react),
+            sandbox=_sandbox(r),
+            max_cost=o.max_cost,
+            prices=o.prices or {},
+            window=_window(r),
+            checkpoints=o.checkpoints is not False,
+            stdin_limit=o.stdin_limit,
+            **extensions,
+        )
+
+
+def model_for(*layers: Layer) -> ModelConfig:
+    """The model, endpoint and key a run with these layers would use (nothing else is read)."""
+    from agi.options.config import config_path, load_file, resolve_model
+    from agi.options.values import env_layer, file_layer, resolve
+
+    path = config_path()
+    return resolve_model(resolve([file_layer(load_file(path), path), env_layer(), *layers]), path)
+
+
+def _sandbox(r: Resolved) -> Policy:
+    o = r.options
+    mode = o.sandbox or "off"
+    if o.allow_write and mode != "workspace":
+        raise UsageError(f"{r.where('allow_write')} needs --sandbox workspace")
+    return Policy.load(mode, list(o.allow_write or []), bool(o.no_network))
+    # agi.engine.assemble.prepare_tools checks that bwrap can build it
+
+
+def _window(r: Resolved) -> Window:
+    o = r.options
+    windows: dict[str, Any] = {"models": o.models or {}}
+    if o.context_window is not None:
+        windows["context_window"] = o.context_window
+    threshold = o.compact_threshold if o.compact_threshold is not None else 0.8
+    return Window(compact=o.compact != "off", threshold=float(threshold), windows=windows)
+
+
+def _schema(spec: str | None, where: str) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    from agi.structured.schema import parse_schema
+
+    return parse_schema(spec, where)
+
+
+def paths(r: Resolved, name: str, default: Path) -> list[Path]:
+    """A repeatable path option: the config directory's default (if present), then the values
+    of the last layer that gives any. A path named twice counts once."""
+    given = getattr(r.options, name) or []
+    found = [default] if default.exists() else []
+    unique: dict[str, Path] = {}
+    for path in [*found, *(Path(p).expanduser() for p in given)]:
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
+
+
+def _tool_sources(r: Resolved, home: Path) -> ToolSources:
+    choice = r.options.tools or ToolChoice()
+    return ToolSources(
+        builtin=choice.builtin,
+        files=[Path(p).expanduser() for p in r.options.tool or []],
+        dirs=paths(r, "tools_dir", home / "tools"),
+        mcp=[] if choice.none else paths(r, "mcp", home / "mcp.json"),
+        allow=None if choice.allow is None else list(choice.allow),
+        none=choice.none,
+        allow_source=r.where("tools"),
+    )
+
+
+def _extensions(r: Resolved, config: Path, warnings: list[str]) -> dict[str, Any]:
+    """Hooks, subagent files, skills, plugins, commands, settings files and permission rules:
+    read and checked now (bad files are usage errors); nothing is started."""
+    home = config.parent
+    found: dict[str, Any] = {}
+    claude = _claude(r, warnings)
+    found.update(claude)
+    hook_files = paths(r, "hooks", home / "hooks.json")
+    extra_hooks = found.pop("extra_hooks")
+    if hook_files or extra_hooks:
+        from agi.claude.hooks.run import load_hooks
+
+        found["hooks"] = load_hooks(hook_files, extra=extra_hooks)
+        warnings += found["hooks"].warnings
+    agent_dirs = paths(r, "agents", home / "agents")
+    found["agents"] = found.get("agents", [])
+    if agent_dirs:
+        from agi.claude.subagents import load_agents
+
+        agents, more = load_agents(agent_dirs)
+        found["agents"] = agents + found["agents"]
+        warnings += more
+    skill_dirs = paths(r, "skills", home / "skills")
+    found["skills"] = found.get("skills", [])
+    if skill_dirs:
+        from agi.claude.skills import load_skills
+
+        skills, more = load_skills(skill_dirs)
+        found["skills"] = skills + found["skills"]
+        warnings += more
+    command_dirs = [home / "commands"] if (home / "commands").exists() else []
+    if command_dirs:
+        from agi.claude.commands import find_commands
+
+        found["commands"] = find_commands(command_dirs, warnings=warnings) + found["commands"]
+    if r.options.permission_mode is not None:
+        from agi.policy.permissions import Permissions
+
+        permissions = found["permissions"] or Permissions()
+        found["permissions"] = Permissions(permissions.rules, r.options.permission_mode)
+    return found
+
+
+def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
+    """Claude Code's parts: plugins, settings files, and the permission rules of every source."""
+    o = r.options
+    found: dict[str, Any] = {"extra_hooks": [], "commands": [], "env": {}, "permissions": None}
+    plugin_dirs = [Path(p) for p in o.plugins or []]
+    if plugin_dirs:
+        from agi.claude.plugins import load_plugins
+
+        parts = load_plugins(plugin_dirs)
+        warnings += parts.warnings
+        found.update(plugins=parts.plugins, skills=parts.skills, agents=parts.agents)
+        found.update(commands=parts.commands, mcp=parts.mcp, extra_hooks=parts.hooks)
+    settings_files = [Path(p) for p in o.settings or []]
+    rules_given = any(getattr(o, k) for k in ("allow", "ask", "deny"))
+    if not settings_files and not rules_given:
+        return found
+    from agi.claude.settings_files import read_claude_settings
+    from agi.policy.permissions import KINDS, Permissions, notes, parse_rules
+
+    claude = read_claude_settings(settings_files)
+    warnings += claude.warnings
+    found["extra_hooks"] = claude.hooks + found["extra_hooks"]
+    found["env"] = claude.env
+    rules = list(claude.rules)
+    for kind in KINDS:
+        given = getattr(o, kind)
+        if given:
+            rules += parse_rules(list(given), kind, _rule_source(r, kind), os.getcwd())
+    found["permissions"] = Permissions(rules, claude.mode or "default")
+    warnings += notes(found["permissions"])
+    return found
+
+
+def _rule_source(r: Resolved, kind: str) -> str:
+    """Where a permission rule came from, as rule listings show it: the command line, the
+    config file's path, or the front end's name."""
+    from agi.policy.permissions import COMMAND_LINE
+
+    layer = r.layer_of(kind)
+    if layer is None or layer.source == COMMAND_LINE:
+        return COMMAND_LINE
+    return layer.path or layer.source

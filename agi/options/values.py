@@ -1,0 +1,180 @@
+"""The options layer (CONTRACT section 15): typed options, one layer per source, one precedence.
+
+Built-in defaults < the config file < the environment < the front end's own layer (the command
+line's flags, Neovim's setup() options, an ACP session's mode and model, an MCP call's
+arguments, a batch job's fields). Each source makes one `Layer`: an `Options` whose fields are
+None where the source says nothing, and the name of the source, so that an error about a setting
+names where it came from (`config.toml: sys`, `--sys`, `ACP session: model`). `resolve` lays
+the layers over each other: a later layer replaces what an earlier one says about the same
+option. The tool choice is one option (`ToolChoice`): `--no-tools` replaces the file's `tools`,
+`--tools Read` replaces `no_tools = true`.
+
+Nothing here reads a file other than the config, starts a process or builds a tool."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """Which tools a run offers: `none` (`--no-tools`), else the built-in ones unless
+    `builtin` is False (`--no-bash`), narrowed to `allow` when given (`--tools LIST`)."""
+
+    allow: tuple[str, ...] | None = None
+    builtin: bool = True
+    none: bool = False
+
+    @classmethod
+    def of(cls, tools: Any = None, no_bash: Any = None, no_tools: Any = None) -> ToolChoice | None:
+        """One source's choice from its three settings; None when it says nothing of tools.
+        An allowlist given beside `no_tools` wins (`--tools Read` means those tools)."""
+        if tools is None and not no_bash and not no_tools:
+            return None
+        allow = None if tools is None else tuple(_names(tools))
+        if allow is not None and no_tools and not allow:
+            allow = None
+        return cls(allow=allow, builtin=not no_bash, none=bool(no_tools) and allow is None)
+
+
+def _names(value: Any) -> list[str]:
+    names = value.split(",") if isinstance(value, str) else list(value)
+    return [n.strip() for n in names if isinstance(n, str) and n.strip()]
+
+
+@dataclass(repr=False, eq=False)  # generating those for 45 fields costs ~1.4 ms at every start
+class Options:
+    """Every option a run can be given; None: this layer says nothing about it."""
+
+    # the model and its endpoint
+    model: str | None = None
+    base_url: str | None = None
+    provider: str | None = None
+    api_key: str | None = None
+    params: dict[str, Any] | None = None
+    providers: dict[str, Any] | None = None
+    idle_timeout: float | None = None
+    max_tokens: int | None = None
+    # what the model is told and asked for, and the run's limits
+    sys: list[str] | None = None
+    schema: str | None = None
+    exit_code: bool | str | None = None
+    react: bool | None = None
+    max_steps: int | None = None
+    timeout: float | None = None
+    max_cost: float | None = None
+    prices: dict[str, Any] | None = None
+    # tools, extensions, Claude Code's parts
+    tools: ToolChoice | None = None
+    tool: list[str] | None = None
+    tools_dir: list[str] | None = None
+    mcp: list[str] | None = None
+    skills: list[str] | None = None
+    hooks: list[str] | None = None
+    agents: list[str] | None = None
+    plugins: list[str] | None = None
+    settings: list[str] | None = None
+    allow: list[str] | None = None
+    ask: list[str] | None = None
+    deny: list[str] | None = None
+    permission_mode: str | None = None
+    # the sandbox
+    sandbox: str | None = None
+    allow_write: list[str] | None = None
+    no_network: bool | None = None
+    # long sessions
+    compact: str | None = None  # "auto" or "off"
+    compact_threshold: float | None = None
+    context_window: int | None = None
+    models: dict[str, Any] | None = None
+    checkpoints: bool | None = None
+    # what stdin and stderr may carry
+    stdin_limit: int | None = None
+    output: str | None = None
+    verbose: bool | None = None
+    quiet: bool | None = None
+
+
+NAMES = tuple(f.name for f in fields(Options))
+LISTS = {f.name for f in fields(Options) if str(f.type).startswith("list[")}
+
+
+@dataclass
+class Layer:
+    """One source's options and how to name them: `where("sys")` is `--sys` for the command
+    line (names given in `spelled`), `config.toml: sys` for the file."""
+
+    options: Options
+    source: str
+    spelled: dict[str, str] = field(default_factory=dict)  # option -> its name in this source
+    separator: str = ": "
+    path: str | None = None  # the file a file layer was read from
+
+    def where(self, name: str) -> str:
+        if name in self.spelled:
+            return self.spelled[name]
+        return f"{self.source}{self.separator}{name}"
+
+
+def file_layer(data: dict[str, Any], path: Path) -> Layer:
+    """The config file's settings (already checked by agi.options.config.load_file) as a layer."""
+    given: dict[str, Any] = {}
+    for name in NAMES:
+        if name in data:
+            value = data[name]
+            given[name] = [value] if name in LISTS and isinstance(value, str) else value
+    tools = ToolChoice.of(data.get("tools"), data.get("no_bash"), data.get("no_tools"))
+    given["tools"] = tools
+    if data.get("no_compact"):
+        given["compact"] = "off"
+    return Layer(Options(**given), path.name, path=str(path))
+
+
+def env_layer(environ: Any = None) -> Layer:
+    """The environment's options: AGI_MODEL and AGI_BASE_URL."""
+    env = os.environ if environ is None else environ
+    return Layer(
+        Options(model=env.get("AGI_MODEL") or None, base_url=env.get("AGI_BASE_URL") or None),
+        "environment",
+        {"model": "AGI_MODEL", "base_url": "AGI_BASE_URL"},
+    )
+
+
+@dataclass
+class Resolved:
+    """The options after every layer, and which layer gave each one (for error messages)."""
+
+    options: Options
+    layers: list[Layer]
+    given_by: dict[str, Layer] = field(default_factory=dict)
+
+    def where(self, name: str) -> str:
+        layer = self.given_by.get(name)
+        return layer.where(name) if layer is not None else name
+
+    def layer_of(self, name: str) -> Layer | None:
+        return self.given_by.get(name)
+
+
+def resolve(layers: list[Layer]) -> Resolved:
+    """Lay the layers over each other in order: a later one replaces what an earlier one says."""
+    values: dict[str, Any] = {}
+    given_by: dict[str, Layer] = {}
+    for layer in layers:
+        for name in NAMES:
+            value = getattr(layer.options, name)
+            if value is not None:
+                values[name] = value
+                given_by[name] = layer
+    return Resolved(Options(**values), layers, given_by)
+
+
+def overlay(source: str, spelled: dict[str, str] | None = None, **given: Any) -> Layer:
+    """A front end's layer from keyword options (None values say nothing)."""
+    unknown = [k for k in given if k not in NAMES]
+    if unknown:
+        raise TypeError(f"unknown options: {', '.join(unknown)}")
+    return Layer(Options(**given), source, dict(spelled or {}))

@@ -1,0 +1,1 @@
+"""The Bash judge: a command line parsed and its words evaluated as bash would."""

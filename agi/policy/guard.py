@@ -1,0 +1,261 @@
+"""The permission check at the toolbox: rules, then the permission mode, then a person.
+
+Rules (agi.policy.permissions) decide first: deny, ask, allow, in every mode (an ask rule asks
+even in bypassPermissions, as in Claude Code). A call no rule decides is left to the mode
+(CONTRACT sections 16 and 21):
+
+- `default`: it runs. A front end that sets `default_asks` (ACP) asks instead for calls that
+  can change something.
+- `acceptEdits`: calls that change nothing run; Write and Edit run inside the working
+  directory (and `roots`); anything else that can change something asks.
+- `plan`: only tools that change nothing are offered, and only they run.
+- `bypassPermissions`: it runs. `dontAsk`: it is denied.
+
+"Asks" means: PermissionRequest hooks may answer; otherwise the Notification hooks fire and the
+front end's `ask` callback (agi.policy.asking) puts the question; None (no one to ask) denies.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agi.errors import UsageError
+from agi.policy.asking import AskRequest, TerminalAsk, terminal_ask
+from agi.policy.permissions import MODES, Permissions, Rule, decide, parse_rule
+
+READ_ONLY = frozenset({"Read", "TempDir", "calculate", "Skill", "Task"})  # they change nothing
+EDITS = frozenset({"Write", "Edit"})
+PROTECTED = frozenset({".git", ".claude", ".vscode", ".idea", ".husky"})  # acceptEdits asks
+# commands whose second word names what they do: `git commit`, `npm run`, `docker build`
+SUBCOMMANDS = frozenset(
+    {"apt", "apt-get", "brew", "bun", "cargo", "conda", "deno", "docker", "dotnet", "gh", "git"}
+    | {"go", "helm", "kubectl", "npm", "pip", "pip3", "pnpm", "poetry", "podman", "systemctl"}
+    | {"terraform", "uv", "yarn"}
+)
+LEARNED = "this session"
+
+
+def suggest_rule(tool: str, input: dict[str, Any]) -> str:
+    """The rule an "always" answer adds, as Claude Code writes it: `Bash(NAME:*)`, with the
+    subcommand for commands that have one (`Bash(git commit:*)`); the tool's name otherwise."""
+    command = input.get("command")
+    if tool != "Bash" or not isinstance(command, str):
+        return tool
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = command.split()
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words.pop(0)  # FOO=bar git push: the command is git
+    if not words or not all(c.isalnum() or c in "._/-+" for c in words[0]):
+        return "Bash"
+    name = words[0]
+    if name in SUBCOMMANDS and len(words) > 1 and words[1][:1].isalnum():
+        return f"Bash({name} {words[1]}:*)"
+    return f"Bash({name}:*)"
+
+
+class Guard:
+    """Checks each tool call: a denial text (the tool's result), or None to run it.
+
+    `ask`: the front end's question (agi.policy.asking); `hooks`: an object with
+    `permission_request(request) -> (verdict | None, message, input | None)` and
+    `notification(message, kind)` (agi.claude.hooks.lifecycle.Lifecycle); `read_only`: more tool
+    names that change nothing;
+    `on_learn(rule)`: told of every rule an "always" answer adds. Every decision goes to
+    `trace` with the rule and the file that made it."""
+
+    def __init__(
+        self,
+        permissions: Permissions,
+        trace: Callable[[dict[str, Any]], None] | None = None,
+        ask: Any = None,
+        *,
+        hooks: Any = None,
+        read_only: frozenset[str] | set[str] = frozenset(),
+        default_asks: bool = False,
+        person: Callable[[], bool] | None = None,
+        on_learn: Callable[[Rule], None] | None = None,
+    ):
+        self.permissions, self.trace, self.hooks = permissions, trace, hooks
+        self.ask = ask if ask is not None else TerminalAsk(person) if person else terminal_ask
+        self.read_only = READ_ONLY | set(read_only)
+        self.default_asks, self.on_learn = default_asks, on_learn
+        self.extra: list[Rule] = []  # a command's allowed-tools, while it runs
+        self.learned: list[Rule] = []  # "always" answers, for the rest of the session
+        self.roots: list[str] = []  # acceptEdits: more directories Write/Edit may change
+        self._lock = threading.Lock()
+
+    @property
+    def mode(self) -> str:
+        return self.permissions.mode
+
+    def set_mode(self, mode: str) -> None:
+        """Change the mode for the calls that follow (ACP's session/set_mode)."""
+        if mode not in MODES:
+            raise ValueError(f"unknown permission mode {mode!r} (one of {', '.join(MODES)})")
+        self.permissions = Permissions(self.permissions.rules, mode)
+
+    def changes(self, name: str) -> bool:
+        """Whether a tool can change something (what `plan` leaves out, and modes ask about)."""
+        return name not in self.read_only
+
+    def offers(self, name: str) -> bool:
+        """Whether the tool is offered to the model in the current mode."""
+        return self.mode != "plan" or not self.changes(name)
+
+    def check(
+        self,
+        call_id: str,
+        name: str,
+        input: dict[str, Any],
+        cwd: str,
+        names: set[str] | None = None,
+        approved: bool | str = False,
+    ) -> str | None:
+        """`approved`: True when a PreToolUse hook allowed the call (deny rules still hold, ask
+        rules and the mode do not); a string when a hook asks (the question's reason)."""
+        with self._lock:
+            rules = [*self.learned, *self.permissions.rules, *self.extra]
+        permissions = Permissions(rules, self.mode)
+        decision = decide(permissions, name, input, cwd, names)
+        denial = self._verdict(decision, call_id, name, input, cwd, approved)
+        if self.trace is not None and (decision.rule is not None or denial is not None):
+            record: dict[str, Any] = {"type": "permission", "id": call_id, "tool": name}
+            record.update(decision=decision.verdict, mode=self.mode, denied=denial is not None)
+            if decision.rule is not None:
+                record.update(rule=decision.rule.text, source=decision.rule.source)
+            if approved:
+                record["hook"] = "allow" if approved is True else "ask"
+            self.trace(record)
+        return denial
+
+    def _verdict(
+        self, decision: Any, call_id: str, name: str, input: dict[str, Any], cwd: str, hook: Any
+    ) -> str | None:
+        rule = decision.rule
+        if self.mode == "plan" and self.changes(name):
+            return (
+                "Error: denied: permission mode plan offers only tools that change nothing; "
+                f"{name} can change something"
+            )
+        if decision.verdict == "deny" and rule is not None:
+            return f"Error: denied by permission rule {rule.where}"
+        if isinstance(hook, str):
+            why = (
+                f"a PreToolUse hook asks for approval ({hook})"
+                if hook
+                else "a PreToolUse hook asks for approval"
+            )
+            return self._ask(call_id, name, input, why, cwd)
+        if hook is True or decision.verdict == "allow":
+            return None
+        if decision.verdict == "ask" and rule is not None:
+            return self._ask(call_id, name, input, f"rule {rule.where} asks for approval", cwd)
+        if self._mode_asks(name, input, cwd):
+            why = f"permission mode {self.mode} asks for approval"
+            return self._ask(call_id, name, input, why, cwd)
+        if self.mode == "dontAsk":
+            return "Error: denied: no permission rule allows this call (permission mode dontAsk)"
+        return None
+
+    def _mode_asks(self, name: str, input: dict[str, Any], cwd: str) -> bool:
+        """Whether the mode asks about a call no rule decided."""
+        if self.mode in ("bypassPermissions", "dontAsk", "plan") or not self.changes(name):
+            return False
+        if self.mode == "default":
+            return self.default_asks
+        if name in EDITS:  # acceptEdits: edits inside the working directory run
+            path = input.get("file_path")
+            return not (isinstance(path, str) and path and self._inside(path, cwd))
+        return True
+
+    def _inside(self, path: str, cwd: str) -> bool:
+        """Inside the working directory (or `roots`), and not in a protected directory there
+        (`.git`, `.claude`, ...: an edit there can run code or change agi's own settings; as in
+        Claude Code, acceptEdits asks about them)."""
+        target = os.path.realpath(os.path.join(cwd, os.path.expanduser(path)))
+        for root in [cwd, *self.roots]:
+            base = os.path.realpath(root)
+            if target == base or target.startswith(base.rstrip("/") + "/"):
+                inner = os.path.relpath(target, base).split(os.sep)
+                return not PROTECTED.intersection(inner[:-1])
+        return False
+
+    def _ask(
+        self, call_id: str, name: str, input: dict[str, Any], why: str, cwd: str
+    ) -> str | None:
+        """Put the question: PermissionRequest hooks, then a person through `ask`. A hook's
+        allow may rewrite the call (`updatedInput`): `input` is changed in place, so the call
+        runs with it, and deny rules are judged again on it."""
+        request = AskRequest(call_id, name, input, why, suggest_rule(name, input))
+        if self.hooks is not None:
+            verdict, message, new_input = self.hooks.permission_request(request)
+            if verdict == "deny":
+                return f"Error: denied by a PermissionRequest hook: {message or 'no reason given'}"
+            if verdict == "allow":
+                return self._rewrite(input, new_input, name, cwd)
+        present = getattr(self.ask, "present", None)
+        if self.hooks is not None and (present is None or present()):
+            self.hooks.notification(f"agi needs your permission to use {name}", "permission_prompt")
+        answer = self.ask(request)
+        if answer is None:
+            return f"Error: denied: {why} and no one is at the terminal"
+        if answer in ("allow_always", "reject_always"):
+            kind = "allow" if answer == "allow_always" else "deny"
+            self.learn(parse_rule(request.suggestion, kind, LEARNED, os.getcwd()))
+        if answer in ("allow_once", "allow_always"):
+            return None
+        return f"Error: denied: {why} and the user said no"
+
+    def _rewrite(
+        self, input: dict[str, Any], new: dict[str, Any] | None, name: str, cwd: str
+    ) -> str | None:
+        """Run with a PermissionRequest hook's input, unless a deny rule covers it."""
+        if new is None:
+            return None
+        with self._lock:
+            rules = [*self.learned, *self.permissions.rules, *self.extra]
+        decision = decide(Permissions([r for r in rules if r.kind == "deny"]), name, new, cwd)
+        if decision.rule is not None:
+            return f"Error: denied by permission rule {decision.rule.where}"
+        input.clear()
+        input.update(new)
+        return None
+
+    def update(self, entries: list[dict[str, Any]], source: str) -> list[str]:
+        """Apply Claude Code's permission updates (a PermissionRequest hook's
+        `updatedPermissions`) for the rest of the session: `addRules`, `setMode` and
+        `addDirectories`, whatever their `destination` (agi writes no settings file). Returns
+        notes on what it could not apply."""
+        notes = []
+        for entry in entries:
+            kind = entry.get("type")
+            try:
+                if kind == "addRules" and entry.get("behavior") in ("allow", "deny", "ask"):
+                    for r in entry.get("rules") or []:
+                        tool, content = r.get("toolName"), r.get("ruleContent")
+                        if not isinstance(tool, str) or not tool:
+                            raise ValueError("a rule needs a toolName")
+                        text = f"{tool}({content})" if content else tool
+                        self.learn(parse_rule(text, entry["behavior"], source, os.getcwd()))
+                elif kind == "setMode":
+                    self.set_mode(entry.get("mode"))  # type: ignore[arg-type]
+                elif kind == "addDirectories":
+                    self.roots += [str(d) for d in entry.get("directories") or []]
+                else:
+                    notes.append(f"{source}: permission update {kind!r} is not applied by agi")
+            except (UsageError, ValueError, AttributeError, TypeError) as e:
+                notes.append(f"{source}: bad permission update {entry!r}: {e}")
+        return notes
+
+    def learn(self, rule: Rule) -> None:
+        """Add a rule for the rest of the session (an "always" answer)."""
+        with self._lock:
+            self.learned.append(rule)
+        if self.on_learn is not None:
+            self.on_learn(rule)
