@@ -9,9 +9,9 @@ from typing import Any
 
 from agi.checkpoints.rewind import files_rewinds
 from agi.errors import UsageError
-from agi.frontends.views.terminal import escape_controls
 from agi.policy.decoding import one_line
 from agi.policy.sandbox import Policy
+from agi.policy.text import escape_controls
 from agi.sessions.session import Session, iter_sessions, read_meta, session_size
 
 

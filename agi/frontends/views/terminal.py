@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 import time
@@ -19,20 +18,10 @@ from agi.messages import (
     ToolStart,
     Usage,
 )
+from agi.policy.text import escape_controls
 
 SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 DIM, RED, CYAN, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[0m"
-# control characters but newline and tab: ESC (OSC 52 clipboard writes, titles, screen clears),
-# BEL, CR, backspace, DEL and the C1 controls (0x9b is a CSI of its own)
-CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def escape_controls(text: str) -> str:
-    """Text from a model, a tool or a file, safe to print to a terminal: control characters
-    shown escaped (`\\x1b`), so that nothing but agi's own colours drives the terminal."""
-    if not CONTROLS.search(text):
-        return text
-    return CONTROLS.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def short(value: Any, width: int = 100) -> str:
