@@ -99,19 +99,27 @@ class Read:
         while len(out) < limit and (got := lines.next()) is not None:
             data, cut = got
             text = data.removesuffix(b"\r").decode("utf-8", "replace")
-            cut = cut or len(text) > LINE_LIMIT
-            out.append(f"{offset + len(out):6}\t{text[:LINE_LIMIT]}" + (" [line truncated]" * cut))
+            out.append(read_line(offset + len(out), text, cut))
         if not out:
             if skipped == 0:
                 return f"({path} is empty)"
             raise ToolError(f"{path} has only {skipped} lines; offset {offset} is past the end")
-        rest = lines.count_rest()
-        after = offset + len(out)
-        if rest is None:
-            out.append(f"(more lines follow; read on with offset {after})")
-        elif rest > 0:
-            out.append(f"({rest} more lines; read on with offset {after})")
-        return "\n".join(out)
+        return read_output(out, lines.count_rest(), offset + len(out))
+
+
+def read_line(number: int, text: str, cut: bool = False) -> str:
+    """One line of Read's output: its number, a tab, the line (cut at LINE_LIMIT characters)."""
+    cut = cut or len(text) > LINE_LIMIT
+    return f"{number:6}\t{text[:LINE_LIMIT]}" + (" [line truncated]" * cut)
+
+
+def read_output(out: list[str], rest: int | None, after: int) -> str:
+    """Read's output: the numbered lines, then how to read on (`rest` None: unknown)."""
+    if rest is None:
+        out.append(f"(more lines follow; read on with offset {after})")
+    elif rest > 0:
+        out.append(f"({rest} more lines; read on with offset {after})")
+    return "\n".join(out)
 
 
 class Write:

@@ -8,7 +8,16 @@ from typing import Any, Protocol
 
 from agi.errors import ToolError
 from agi.policy.decoding import clean
-from agi.tools.files import LINE_LIMIT, READ_LIMIT, Edit, Read, Write, positive_int, resolve
+from agi.tools.files import (
+    READ_LIMIT,
+    Edit,
+    Read,
+    Write,
+    positive_int,
+    read_line,
+    read_output,
+    resolve,
+)
 from agi.tools.protocol import ToolContext, require
 
 
@@ -33,15 +42,8 @@ def numbered(path: str, text: str, offset: int, limit: int) -> str:
     if offset > len(lines):
         raise ToolError(f"{path} has only {len(lines)} lines; offset {offset} is past the end")
     shown = lines[offset - 1 : offset - 1 + limit]
-    out = []
-    for n, line in enumerate(shown, offset):
-        line = line.removesuffix("\r")
-        cut = " [line truncated]" if len(line) > LINE_LIMIT else ""
-        out.append(f"{n:6}\t{line[:LINE_LIMIT]}{cut}")
-    rest = len(lines) - (offset - 1 + len(shown))
-    if rest > 0:
-        out.append(f"({rest} more lines; read on with offset {offset + len(shown)})")
-    return "\n".join(out)
+    out = [read_line(n, line.removesuffix("\r")) for n, line in enumerate(shown, offset)]
+    return read_output(out, len(lines) - (offset - 1 + len(shown)), offset + len(shown))
 
 
 class EditorRead(Read):
