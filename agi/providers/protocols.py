@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
+    from agi.providers.wire import Pool
 
 
 def protocol(provider: str) -> str:
@@ -52,12 +53,18 @@ def transport_for(
     meter: Meter | None = None,
     home: Path | None = None,
     windows: dict[str, Any] | None = None,
+    pool: Pool | None = None,
 ) -> Transport:
     """A transport for `model`'s protocol. `trace` receives every request and response record
     (a session's trace, or nothing); `home` and `windows` (the config's context windows) let
-    Ollama size its context. A provider that needs a key and has none: ConfigError (exit 2)."""
+    Ollama size its context; `pool` lends the HTTP client and keeps one backoff per endpoint
+    for the runs that share it. A provider that needs a key and has none: ConfigError (exit 2)."""
+    from agi.providers.transport import Transport
+
     kind = protocol(model.provider)
+    pool = pool if pool is not None else Transport.shared
     options: dict[str, Any] = {"deadline": deadline, "timeout": timeout, "meter": meter}
+    options["pool"] = pool
     if kind == "messages":
         from agi.providers.anthropic import AnthropicMessages
 
@@ -66,6 +73,4 @@ def transport_for(
         from agi.providers.ollama import OllamaChat
 
         return OllamaChat(model, trace, home=home, windows=windows, **options)
-    from agi.providers.transport import Transport
-
     return Transport(model, trace, **options)

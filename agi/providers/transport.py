@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
+    from agi.providers.wire import Pool
 
 ATTEMPTS = 3
 MAX_RETRY_WAIT = 60.0
@@ -86,7 +87,9 @@ class Transport:
     """Streams one model reply per call; the caller owns the conversation. Built from a model's
     config alone (a trace callable, a deadline and a meter are optional): no session needed."""
 
-    shared: Any = None  # agi --batch: HTTP clients and a backoff per endpoint for many runs
+    # Until a run's specification carries the pool, agi --batch and the MCP server set this and
+    # transport_for() passes it as `pool` when given none; the exchange itself reads only `pool`.
+    shared: Pool | None = None
 
     def __init__(
         self,
@@ -95,6 +98,7 @@ class Transport:
         deadline: float | None = None,
         timeout: float | None = None,
         meter: Meter | None = None,
+        pool: Pool | None = None,
     ):
         require_key(config)  # exit 2 naming the variable, before anything is sent
         self.config = config
@@ -102,6 +106,7 @@ class Transport:
         self.trace = trace or (lambda record: None)
         self.deadline = deadline  # time.monotonic() value, or None
         self.timeout = timeout  # the --timeout it came from, for messages
+        self.pool = pool  # HTTP clients and the backoff shared with other runs, or None
         self._client: httpx.Client | None = None
         self._previous: dict[str, Any] = {}  # the last request's body, for the trace
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
@@ -110,8 +115,8 @@ class Transport:
 
     @property
     def client(self) -> httpx.Client:
-        if self._client is None and self.shared is not None:
-            self._client = self.shared.client  # its close() keeps it for the next run
+        if self._client is None and self.pool is not None:
+            self._client = self.pool.client()  # given back by close(), for the next run
         if self._client is None:
             import httpx
 
@@ -119,8 +124,11 @@ class Transport:
         return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        client, self._client = self._client, None
+        if client is not None and self.pool is not None:
+            self.pool.give_back(client)
+        elif client is not None:
+            client.close()
 
     def keep_connections(self) -> None:
         """Forget the connections seen so far, so that cancel() leaves them open: a run that
@@ -191,9 +199,9 @@ class Transport:
                 reply = yield from self._metered(body, asm)
             except ProviderError as e:
                 trace(failure_record(e, attempt, asm, started))
-                if self.shared is not None:  # a 429 pauses every run sending here, even when
+                if self.pool is not None:  # a 429 pauses every run sending here, even when
                     asked = e.retry_after  # this one gives up (its last attempt, a long wait)
-                    self.shared.hold(self.url, backoff(attempt) if asked is None else asked, e)
+                    self.pool.hold(self.url, backoff(attempt) if asked is None else asked, e)
                 changed = self.amend(body, e) if attempt < ATTEMPTS else None
                 if changed is not None:
                     body = changed
@@ -319,8 +327,8 @@ class Transport:
     def _once(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
         import httpx
 
-        if self.shared is not None:
-            self.shared.wait(self.url, self.cancelled, self.deadline)
+        if self.pool is not None:
+            self.pool.wait(self.url, self.cancelled, self.deadline)
         self._check_deadline()
         self._check_cancelled()
         try:

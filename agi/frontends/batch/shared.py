@@ -209,12 +209,14 @@ class Shared(Backoff):
         super().__init__()
         self._client: Any = None
 
-    @property
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
                 self._client = pooled_client()
             return self._client
+
+    def give_back(self, client: Any) -> None:
+        pass  # every run uses the one client; it stays open until close()
 
     def close(self) -> None:
         with self._lock:

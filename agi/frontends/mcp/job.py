@@ -105,7 +105,6 @@ class Lent(Backoff):
         self._free: list[Any] = []
         self._clients: list[Any] = []
 
-    @property
     def client(self) -> Any:
         with self._lock:
             if self._free:
