@@ -1,8 +1,9 @@
 """The house style that a parser can check: no import circles in agi/ (imports inside functions
 count too), no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES lines, at
 most MAX_TOP_MODULES modules directly in agi/, nothing outside agi/frontends/nvim importing
-agi.frontends.nvim, no Lua file over MAX_LUA_LINES lines, and a README layout table that names
-every module and sub-package (see layout_table for the format it reads)."""
+agi.frontends.nvim, no Lua file over MAX_LUA_LINES lines, and a layout table in
+docs/development.md that names every module and sub-package (see layout_table for the format it
+reads)."""
 
 from __future__ import annotations
 
@@ -195,13 +196,15 @@ def test_no_lua_file_is_too_long():
     assert not over, f"Lua files over {MAX_LUA_LINES} lines:\n" + "\n".join(over)
 
 
-# --- the README's layout table --------------------------------------------------------------
+# --- the layout table of docs/development.md -----------------------------------------------
+
+LAYOUT = ROOT / "docs" / "development.md"
 
 
 def layout_table(readme: str) -> list[str]:
-    """The paths the README's layout table names, in order.
+    """The paths the layout table of docs/development.md names, in order.
 
-    The table is the first one in README.md whose header row is `| where | what |`; it ends at
+    The table is the first one in the page whose header row is `| where | what |`; it ends at
     the first line that does not start with `|`. Each row's first cell (`where`) names paths in
     backticks, one path per pair (`agi/engine/run.py`, `agi/sessions/`; several per cell): a
     module by its file (`agi/providers/cost.py`), a sub-package by its directory with a
@@ -211,7 +214,7 @@ def layout_table(readme: str) -> list[str]:
     lines = readme.splitlines()
     header = re.compile(r"\|\s*where\s*\|\s*what\s*\|")
     start = next((i for i, line in enumerate(lines) if header.fullmatch(line.strip())), None)
-    assert start is not None, "README.md has no table with the header `| where | what |`"
+    assert start is not None, f"{LAYOUT} has no table with the header `| where | what |`"
     named = []
     for line in lines[start + 2 :]:  # after the header and its |---|---| line
         if not line.startswith("|"):
@@ -243,14 +246,16 @@ def test_the_layout_table_is_read_as_documented():
 
 
 def test_the_readme_layout_names_every_module_and_sub_package():
-    named = set(layout_table((ROOT / "README.md").read_text(encoding="utf-8")))
+    named = set(layout_table(LAYOUT.read_text(encoding="utf-8")))
     missing = sorted(the_layout() - named)
-    assert not missing, "the README's layout table (| where | what |) does not name:\n" + "\n".join(
-        missing
+    assert not missing, f"the layout table (| where | what |) of {LAYOUT} does not name:\n" + (
+        "\n".join(missing)
     )
 
 
 def test_the_readme_layout_names_nothing_that_is_gone():
-    named = layout_table((ROOT / "README.md").read_text(encoding="utf-8"))
+    named = layout_table(LAYOUT.read_text(encoding="utf-8"))
     gone = [path for path in named if path.startswith("agi/") and path not in the_layout()]
-    assert not gone, "the README's layout table names what agi/ does not have:\n" + "\n".join(gone)
+    assert not gone, f"the layout table of {LAYOUT} names what agi/ does not have:\n" + "\n".join(
+        gone
+    )
