@@ -8,7 +8,10 @@ from fakeserver import FakeModel, text
 
 REPO = Path(__file__).resolve().parents[1]
 # what a user reads: the docs, the Neovim side, and every message agi prints
-HINTED = [REPO / "README.md", *(REPO / d for d in ("doc", "agi", "lua", "rplugin", "plugin"))]
+HINTED = [
+    REPO / "README.md",
+    *(REPO / d for d in ("docs", "doc", "agi", "lua", "rplugin", "plugin")),
+]
 # PyPI's `agi` is another project: `pip install agi`, `pip install 'agi[nvim]'`, "agi[mcp]"...
 WRONG_HINT = re.compile(r"pip3? install\s+(?:-\S+\s+)*['\"]?agi(?![\w.-])|(?<![\w./~-])agi\[")
 

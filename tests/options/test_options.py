@@ -15,7 +15,7 @@ from test_nvim import PY_BUFFER, editor, manifest, needs_nvim  # noqa: F401  (fi
 
 from fakeserver import FakeModel, call, status, text
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "reference" / "configuration.md"
 
 
 def config(env: dict[str, str], body: str) -> Path:
@@ -108,7 +108,7 @@ def test_a_bad_schema_in_the_config_names_the_file_and_key(agi, env):
 
 def readme_config() -> str:
     text = README.read_text(encoding="utf-8")
-    start = text.index("### Configuration file")
+    start = text.index("# Configuration file")
     block = text[text.index("```toml", start) + len("```toml\n") :]
     return block[: block.index("```")]
 
