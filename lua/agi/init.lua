@@ -248,7 +248,7 @@ H.registered_by = 'the remote-plugin manifest'
 
 -- Helper functionality =======================================================
 -- Settings -------------------------------------------------------------------
-H.setup_config = function(config) return require('agi.options.values').main(config, H.default_config) end
+H.setup_config = function(config) return require('agi.options').main(config, H.default_config) end
 
 H.is_disabled = function() return vim.g.agi_disable == true or vim.b.agi_disable == true end
 

@@ -9,7 +9,7 @@
 
 local M, H = {}, {}
 local Around, Ghost, Keys = require('agi.around'), require('agi.ghost'), require('agi.keys')
-local Options, U = require('agi.options.values'), require('agi.util')
+local Options, U = require('agi.options'), require('agi.util')
 
 --- The `suggest` table of `require('agi').setup()`.
 M.config = {
