@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ConfigError
+from agi.options import checks
+from agi.options.table import file_checks
 
 if TYPE_CHECKING:
     from agi.options.values import Resolved
@@ -30,13 +32,6 @@ NO_MODEL = (
     '-m ollama:qwen3), set AGI_MODEL, or put model = "..." in {path}'
 )
 
-# what each config-file key may hold: (check, description); keys are the flags' names
-_str = (lambda v: isinstance(v, str) and v != "", "a non-empty string")
-_bool = (lambda v: isinstance(v, bool), "true or false")
-_positive = (
-    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf"),
-    "a positive number",
-)
 MAX_SECONDS = 1e6  # a longer timeout is this one (about eleven days): no overflow, no surprise
 
 
@@ -44,90 +39,17 @@ def seconds(value: float | None) -> float | None:
     return None if value is None else min(float(value), MAX_SECONDS)
 
 
-_names = (
-    lambda v: isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v),
-    "a string or a list of strings",
-)
-FILE_KEYS: dict[str, tuple[Any, str]] = {
-    "model": _str,
-    "base_url": _str,
-    "api_key": _str,
-    "provider": _str,
-    "max_steps": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-        "a positive integer",
-    ),
-    "timeout": _positive,
-    "idle_timeout": _positive,
-    "max_tokens": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-        "a positive integer",
-    ),
-    "sys": _names,
-    "tools": _names,
-    "no_bash": _bool,
-    "no_tools": _bool,
-    "verbose": _bool,
-    "quiet": _bool,
-    "output": (lambda v: v in ("text", "json", "jsonl"), "one of text, json, jsonl"),
-    "params": (lambda v: isinstance(v, dict), "a table"),
-    "providers": (lambda v: isinstance(v, dict), "a table of tables"),
-    "hooks": _names,
-    "skills": _names,
-    "agents": _names,
-    "tool": _names,
-    "tools_dir": _names,
-    "mcp": _names,
-    "schema": _str,
-    "exit_code": (lambda v: isinstance(v, (bool, str)), "true, false or the criteria"),
-    "react": _bool,
-    "sandbox": (
-        lambda v: v in ("off", "read-only", "workspace"),
-        "one of off, read-only, workspace",
-    ),
-    "allow_write": _names,
-    "no_network": _bool,
-    "max_cost": _positive,
-    "context_window": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 256,
-        "a number of tokens (at least 256)",
-    ),
-    "compact": (lambda v: v in ("auto", "off"), 'one of "auto", "off"'),
-    "no_compact": _bool,
-    "compact_threshold": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
-        "a fraction of the context window, above 0 and at most 1",
-    ),
-    "models": (lambda v: isinstance(v, dict), 'a table of [models."NAME"] tables'),
-    "prices": (lambda v: isinstance(v, dict), 'a table of [prices."MODEL"] tables'),
-    "plugins": _names,
-    "settings": _names,
-    "allow": _names,
-    "ask": _names,
-    "deny": _names,
-    "checkpoints": _bool,
-    "stdin_limit": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-        "a positive number of bytes",
-    ),
-    "permission_mode": (
-        lambda v: v in ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"),
-        'one of "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"',
-    ),
-}
+# what each config-file key may hold: (check, description), from the option table
+FILE_KEYS: dict[str, tuple[Any, str]] = file_checks()
 MODEL_KEYS: dict[str, tuple[Any, str]] = {"context_window": FILE_KEYS["context_window"]}
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
-    "base_url": _str,
-    "api_key": _str,
-    "api_key_env": _str,
-    "params": (lambda v: isinstance(v, dict), "a table"),
+    "base_url": checks.TEXT,
+    "api_key": checks.TEXT,
+    "api_key_env": checks.TEXT,
+    "params": checks.table("a table"),
 }
-_price = (
-    lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
-    "a number of USD per million tokens",
-)
 PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
-    ("input", "output", "cached", "cache_write"), _price
+    ("input", "output", "cached", "cache_write"), checks.PRICE
 )
 
 
@@ -261,11 +183,10 @@ def resolve_model(r: Resolved, path: Path) -> ModelConfig:
             f'or add [providers.{provider}] base_url = "..." to {path}'
         )
     key_var = section.get("api_key_env") or key_var
+    given = r.layer_of("api_key")  # AGI_API_KEY or a front end's key: before the provider's
+    later = o.api_key if given is not None and given.path is None else None
     api_key = (
-        env.get("AGI_API_KEY")
-        or (env.get(key_var) if key_var else None)
-        or section.get("api_key")
-        or o.api_key
+        later or (env.get(key_var) if key_var else None) or section.get("api_key") or o.api_key
     )
     params = dict(o.params or {})
     params.update(section.get("params") or {})

@@ -119,28 +119,81 @@ class Layer:
         return f"{self.source}{self.separator}{name}"
 
 
-def file_layer(data: dict[str, Any], path: Path) -> Layer:
-    """The config file's settings (already checked by agi.options.config.load_file) as a layer."""
+def options_from(values: dict[str, Any]) -> Options:
+    """A source's values by the table's names (config keys: `no_bash`, `tools = "Bash,Read"`)
+    as `Options`: a string for a list option is a list of one, and the tool choice and
+    `no_compact` fold into the one option they set."""
     given: dict[str, Any] = {}
     for name in NAMES:
-        if name in data:
-            value = data[name]
+        value = values.get(name)
+        if value is not None and name != "tools":
             given[name] = [value] if name in LISTS and isinstance(value, str) else value
-    tools = ToolChoice.of(data.get("tools"), data.get("no_bash"), data.get("no_tools"))
-    given["tools"] = tools
-    if data.get("no_compact"):
+    given["tools"] = ToolChoice.of(
+        values.get("tools"), values.get("no_bash"), values.get("no_tools")
+    )
+    if values.get("no_compact"):
         given["compact"] = "off"
-    return Layer(Options(**given), path.name, path=str(path))
+    return Options(**given)
+
+
+def layer_from_values(source: str, values: dict[str, Any], spelled: dict[str, str]) -> Layer:
+    """A source's layer from its values by the table's names (None says nothing)."""
+    return Layer(options_from(values), source, spelled)
+
+
+def layer_from_kwargs(source: str, **kwargs: Any) -> Layer:
+    """A front end's layer from keyword arguments: the Python API's `agi.run(prompt,
+    model=..., max_steps=...)`, by the table's keywords (the config file's keys; `ask_rules`
+    for `ask`). None says nothing; a path may be a `PathLike`, a list a tuple, `schema` a
+    dict; each value is checked as the config file's is (UsageError `SOURCE: KEY must be ...`).
+    An unknown keyword is a TypeError, as for any function."""
+    from agi.errors import UsageError
+    from agi.options.table import KEYWORDS
+
+    values: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        option = KEYWORDS.get(key)
+        if option is None or option.check is None:
+            raise TypeError(f"{source}: unknown option {key!r}")
+        if value is None:
+            continue
+        value = _plain(key, value)
+        valid, description = option.check
+        if not valid(value):
+            raise UsageError(f"{source}: {key} must be {description}, not {value!r}")
+        values[option.name] = value
+    spelled = {o.field: f"{source}: {k}" for k, o in KEYWORDS.items() if o.field and k != o.name}
+    return layer_from_values(source, values, spelled)
+
+
+def _plain(key: str, value: Any) -> Any:
+    """A Python value as the config file would hold it: paths as text, tuples as lists, a
+    JSON Schema as its JSON text."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
+    if key == "schema" and isinstance(value, dict):
+        import json
+
+        return json.dumps(value)
+    return value
+
+
+def file_layer(data: dict[str, Any], path: Path) -> Layer:
+    """The config file's settings (already checked by agi.options.config.load_file) as a layer."""
+    return Layer(options_from(data), path.name, path=str(path))
 
 
 def env_layer(environ: Any = None) -> Layer:
-    """The environment's options: AGI_MODEL and AGI_BASE_URL."""
+    """The environment's options: the table's variables (AGI_MODEL, AGI_BASE_URL, AGI_API_KEY)."""
+    from agi.options.table import OPTIONS
+
     env = os.environ if environ is None else environ
-    return Layer(
-        Options(model=env.get("AGI_MODEL") or None, base_url=env.get("AGI_BASE_URL") or None),
-        "environment",
-        {"model": "AGI_MODEL", "base_url": "AGI_BASE_URL"},
-    )
+    named = {o.env: o for o in OPTIONS if o.env and o.field}
+    values = {o.name: env.get(var) or None for var, o in named.items()}
+    spelled = {o.field: var for var, o in named.items() if o.field}
+    return layer_from_values("environment", values, spelled)
 
 
 @dataclass
