@@ -8,12 +8,14 @@
     │   ├── StepLimit
     │   ├── TimeLimit
     │   └── CostLimit
-    ├── SchemaFailed              5   no valid JSON under --schema
+    ├── SchemaError               5   no valid JSON under --schema (also named SchemaFailed)
     ├── HookStopped               6   a hook stopped the run
     └── Interrupted             130   SIGINT (143 for SIGTERM)
         └── Cancelled           130   the exchange was cancelled (Neovim's :AgiCancel, shutdown)
 
-Only `agi.frontends.cli.main` turns these into messages and exit codes.
+Only `agi.frontends.cli.main` turns these into messages and exit codes. The Python API raises
+them as they are (`agi.Error` is AgiError; docs/python.md): each has its `exit_code` and its one
+line, and one that ended a run after it began carries that run's `result` so far.
 
 Apart from the tree, and not an AgiError:
 
@@ -22,12 +24,27 @@ Apart from the tree, and not an AgiError:
 Tools raise ToolError and the toolbox turns it into the call's result, so it never ends a run.
 """
 
+TYPE_CHECKING = False  # not typing's: `agi --version` imports this module and not typing
+if TYPE_CHECKING:
+    from agi.engine.result import RunResult
+
 
 class AgiError(Exception):
+    """What ended a run: `exit_code` is the code the command line exits with, `message` the
+    one line it writes after `agi: `; `result` is the `agi.Result` of the run so far (its
+    session, steps and usage) when it had begun, else None."""
+
     exit_code = 1
+    result: "RunResult | None" = None  # set by agi.engine.run.carry
+
+    @property
+    def message(self) -> str:
+        return str(self)
 
 
 class UsageError(AgiError):
+    """A bad option, prompt, file or configuration (exit 2); nothing was sent to a model."""
+
     exit_code = 2
 
 
@@ -67,6 +84,8 @@ class ProviderError(AgiError):
 
 
 class LimitReached(AgiError):
+    """A limit was reached: max_steps, timeout or max_cost (exit 4)."""
+
     exit_code = 4
 
 
@@ -85,16 +104,25 @@ class CostLimit(LimitReached):
         super().__init__(f"cost limit reached ({spent} of {limit})")
 
 
-class SchemaFailed(AgiError):
+class SchemaError(AgiError):
+    """No valid JSON for the schema after the allowed attempts (exit 5)."""
+
     exit_code = 5
 
 
+SchemaFailed = SchemaError  # the name the engine has used
+
+
 class HookStopped(AgiError):
+    """A hook stopped the run: `continue: false`, or a blocked UserPromptSubmit (exit 6)."""
+
     exit_code = 6
 
 
 class Interrupted(AgiError):
     """The run was interrupted by a signal; the exit code is 128 + the signal number."""
+
+    exit_code = 130
 
     def __init__(self, signum: int = 2):
         import signal
@@ -104,6 +132,9 @@ class Interrupted(AgiError):
 
 
 class Cancelled(Interrupted):
+    """The run was cancelled (exit 130): a library's stream left early or its task cancelled,
+    Neovim's :AgiCancel, an editor's session/cancel, a shutdown."""
+
     def __init__(self) -> None:
         AgiError.__init__(self, "cancelled")
         self.exit_code = 130

@@ -172,6 +172,13 @@ def case_startup(b: Bench) -> None:
     variants = {
         "agi --version": (lambda: [str(p.agi), "--version"], p.agi_env, "agi "),
         "python -c pass": (lambda: [p.python, "-c", "pass"], p.agi_env, None),
+        # the Python library: `import agi` alone, and with its public names resolved (no run)
+        "python -c 'import agi'": (lambda: [p.python, "-c", "import agi"], p.agi_env, None),
+        "python -c 'import agi; agi.run'": (
+            lambda: [p.python, "-c", "import agi; agi.run, agi.Result"],
+            p.agi_env,
+            None,
+        ),
     }
     if b.peer:
         variants["llm --version"] = (lambda: [str(p.llm), "--version"], p.llm_env, "version")
@@ -182,6 +189,8 @@ def case_startup(b: Bench) -> None:
         b.report.row("startup", name, v)
     agi, py = s["agi --version"]["wall_ms"], s["python -c pass"]["wall_ms"]
     b.report.target("startup: agi --version / python -c pass", ratio(agi, py), 3, "x")
+    library = s["python -c 'import agi'"]["wall_ms"]
+    b.report.target("startup: python -c 'import agi' / agi --version", ratio(library, agi), 1, "x")
     if b.peer:
         print(f"  agi / llm --version: {ratio(agi, s['llm --version']['wall_ms'])}x")
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agi.options.settings import Settings
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
+    from agi.providers.wire import Pool
     from agi.sessions.session import Session
     from agi.tools import Tool
 
@@ -43,6 +44,7 @@ class Context:
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
     on_child_event: Callable[[Any], None] | None = None  # ACP: subagents' events (tool calls)
+    pool: Pool | None = None  # HTTP clients and one backoff per endpoint, shared by runs
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -196,6 +198,7 @@ def make_transport(settings: Settings, session: Session, ctx: Context) -> Transp
         meter=ctx.meter,
         home=settings.home,
         windows=settings.window.windows,
+        pool=ctx.pool,
     )
     ctx.transports.append(transport)
     ctx.on_transport(transport)

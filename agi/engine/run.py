@@ -1,6 +1,8 @@
 """One run: a session, the agent's turns in it, and the ghost exchanges; what every front end
-drives. It writes nothing to stdout: the front end shows the `Result` (agi.frontends.cli.main prints
-it; ACP, the MCP server and batch jobs send it).
+drives. `agi.engine.open(spec)` builds it from a `RunSpec` (agi.engine.spec): the checks, the
+tools, the session and the agent, all there; a front end then only calls its verbs (`ask`,
+`turn`, `compact`, `cancel`, `set_mode`, `result`, `end_hooks`, `close`) and consumes events
+through its view. It writes nothing to stdout: the front end shows the `RunResult`.
 
 A run is used from one thread; several runs may go on at once in one process, each with its own
 session, meter and connections. `cancel()` may be called from any thread."""
@@ -8,49 +10,25 @@ session, meter and connections. `cancel()` may be called from any thread."""
 from __future__ import annotations
 
 import os
-import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from agi import __version__
-from agi.engine.assemble import Context, assemble, deadline_for, prepare_tools, subagent_model
-from agi.errors import SchemaFailed, UsageError
+from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
+from agi.engine.opening import context_for, make_view, open_session, own_meter
+from agi.engine.result import RunResult
+from agi.errors import Cancelled, SchemaFailed
 from agi.messages import drain
 from agi.options.settings import Settings
+from agi.version import __version__
 
 if TYPE_CHECKING:
     from agi.engine.loop import Agent
-    from agi.providers.usage import Usage
+    from agi.engine.spec import RunSpec
     from agi.sessions.session import Session
-
-
-def make_view(settings: Settings, interactive: bool) -> Any:
-    """The terminal view when a person watches stderr (or -v), else silence."""
-    from agi.frontends.views.terminal import Silent, Terminal
-
-    tty = sys.stderr.isatty()
-    if settings.quiet or not (tty or settings.verbose):
-        return Silent()
-    return Terminal(color=tty, spinner=tty and not interactive)
-
-
-def open_session(settings: Settings, path: Path | None, cont: bool) -> Session:
-    """The session named, the last one used (`-c`), or a new one; recorded in the index."""
-    from agi.sessions.session import Session, SessionIndex
-
-    index = SessionIndex(settings.home)
-    if cont:
-        path = index.latest()
-        if path is None:
-            raise UsageError("no session to continue: none has been used yet")
-    key = settings.model.api_key
-    session = Session.open(path or index.default_path(), secrets=[key] if key else [])
-    index.record(session.path)
-    return session
 
 
 def interruption(error: BaseException) -> str:
@@ -66,110 +44,108 @@ def interruption(error: BaseException) -> str:
     return f"interrupted: the run failed ({error or type(error).__name__})"
 
 
-@dataclass
-class Result:
-    """What a prompt came to: the answer (JSON under --schema), the exit code it earns (0, 1
-    when judged failed, 5 when the judge gave no verdict), the verdict, the session, the model
-    calls of the agent loop, and the run's usage so far (subagents and ghosts included)."""
-
-    answer: Any
-    exit: int
-    verdict: dict[str, Any] | None
-    session: Path | None
-    steps: int
-    usage: Usage
-    error: str | None = None  # why the exit is not 0 or 1 (a judge that gave no verdict)
-
-
 class Run:
-    """A session and the turns taken in it."""
+    """A session and the turns taken in it, opened from a RunSpec by agi.engine.open."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        started: float,
-        interactive: bool = False,
-        view: Any = None,
-        meter: Any = None,
-    ):
-        self.settings, self.started, self.interactive = settings, started, interactive
-        self.view = view if view is not None else make_view(settings, interactive)
+    def __init__(self, spec: RunSpec):
+        """The checks (prices, key, tools: usage errors before any session is touched), then
+        the session and the agent; an error after the checks carries the run's `result` so
+        far, and what the run had started is ended before it is raised."""
+        settings = spec.settings
+        self.spec, self.settings = spec, settings
+        self.interactive = interactive = spec.interactive
+        self.started = time.monotonic() if spec.started is None else spec.started
+        self.view: Any = spec.view if spec.view is not None else make_view(settings, interactive)
         for warning in settings.warnings:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        from agi.providers.cost import Meter
-
-        # every model call of the run, subagents and ghosts included (a batch passes a meter
-        # that also keeps the whole batch's budget)
-        self.meter = meter if meter is not None else Meter(settings.prices, settings.max_cost)
+        self.meter = spec.meter if spec.meter is not None else own_meter(settings)
         require_prices(self.meter, settings)  # exit 2 before a session
         from agi.providers.endpoint import require_key
 
         require_key(settings.model)  # so is a missing API key, named by its variable
-        self.metered = 0  # the meter's calls already added to the session's meta.json
-        self.ctx = Context(
-            deadline=deadline_for(settings, started), warn=self.view.warn, meter=self.meter
-        )
+        self.metered = spec.saved  # the meter's calls already added to the session's meta.json
+        self.ctx = context_for(spec, self.started, self.view.warn, self.meter)
         from agi.policy.environment import withhold
 
         withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
         prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
-        self.session: Session | None = None
-        self.agent: Agent | None = None
+        if spec.files is not None:  # Read, Write and Edit through an editor
+            from agi.frontends.acp.files import through_editor
+
+            self.ctx.tools = through_editor(list(self.ctx.tools or []), spec.files)
         self.built_for: Settings | None = None  # the settings the agent was assembled from
         self.verdict: dict[str, Any] | None = None
+        self.answered: RunResult | None = None  # the last ask()'s
         self.ended = False
-        self.described: dict[str, Any] = {}  # what the front end adds to the run record
+        self.stopped = False  # cancel() was called
+        self.idle = threading.Event()  # no turn is being taken
+        self.idle.set()
+        self.described: dict[str, Any] = dict(spec.record)  # added to the run record
         from agi.policy.redaction import HeldText
 
-        self.streamed = HeldText(lambda: self.session.secrets if self.session is not None else [])
+        self.streamed = HeldText(lambda: self.session.secrets)
+        try:
+            self.session: Session = open_session(settings, spec.session)
+            if spec.session.held is None:  # its model recorded at once: a failed run is listed
+                with self.locked():
+                    if not self.session.meta.get("model"):
+                        self.session.write_meta(model=settings.model.label)
+            self.agent: Agent = self.assemble(settings)
+            self.context = self.session_start() if spec.session_start else ""
+        except BaseException as e:
+            self.abandon(e)
+            raise
+
+    def abandon(self, error: BaseException) -> None:
+        """Opening failed after the checks: the error learns what the run had done, and what
+        it started (hooks, tools) is ended."""
+        carry(error, self.result(error))
+        try:
+            self.end_hooks("other")
+        except Exception as e:
+            self.view.warn(self.redact(str(e)))
+        finally:
+            self.close()
 
     # the session and its agent
-
-    def open(self, path: Path | None, cont: bool) -> Session:
-        """Open the session (its model recorded at once, so a failed run is listed by it)."""
-        if self.session is None:
-            self.session = open_session(self.settings, path, cont)
-            with self.locked():
-                if not self.session.meta.get("model"):
-                    self.session.write_meta(model=self.settings.model.label)
-        return self.session
 
     def assemble(self, settings: Settings) -> Agent:
         """The agent for the next turn, built from that turn's settings (the run's own, or a
         command's or a REPL's changes to them): nothing of a built agent is patched."""
-        assert self.session is not None
-        if self.agent is not None and settings is self.built_for:
+        if settings is self.built_for:
             return self.agent
         if settings is not self.settings:
             require_prices(self.meter, settings)
         self.agent, self.built_for = assemble(settings, self.session, self.ctx), settings
         return self.agent
 
-    def start(self, path: Path | None, cont: bool) -> str:
-        """Open the session and assemble the agent; SessionStart's context for the first prompt."""
-        self.open(path, cont)
-        agent = self.assemble(self.settings)
-        messages = self.session.messages_file if self.session is not None else None
-        source = (
-            "resume" if messages and messages.exists() and messages.stat().st_size else "startup"
-        )
-        if agent.lifecycle is None:
+    def session_start(self) -> str:
+        """SessionStart's hooks (source `resume` when the session holds a conversation); the
+        context they give goes with the first prompt."""
+        if self.agent.lifecycle is None:
             return ""
-        return agent.lifecycle.session_start(source, self.settings.model.label)
+        messages = self.session.messages_file
+        source = "resume" if messages.exists() and messages.stat().st_size else "startup"
+        return str(self.agent.lifecycle.session_start(source, self.settings.model.label))
 
     def end_hooks(self, reason: str) -> None:
-        if self.agent is not None and self.agent.lifecycle is not None and not self.ended:
+        """SessionEnd's hooks, once (the run's end, a REPL's Ctrl-D)."""
+        agent = getattr(self, "agent", None)  # None: the run failed before it had one
+        if agent is not None and agent.lifecycle is not None and not self.ended:
             self.ended = True
-            self.agent.lifecycle.session_end(reason)
+            agent.lifecycle.session_end(reason)
 
     @contextmanager
     def locked(self) -> Iterator[Session]:
         """The session under its lock (waiting within the run's deadline); on the way out,
-        whatever happened, the model calls since the last save are added to meta.json."""
+        whatever happened, the model calls since the last save are added to meta.json. A
+        session the front end holds is its to lock and to save."""
         session = self.session
-        assert session is not None
+        if self.spec.session.held is not None:
+            yield session
+            return
         with session.locked(self.ctx.deadline, self.settings.timeout):
             try:
                 yield session
@@ -180,42 +156,70 @@ class Run:
 
     # turns
 
-    def ask(self, prompt: str, path: Path | None = None, cont: bool = False) -> Result:
+    def ask(self, prompt: str) -> RunResult:
         """One prompt as a one-shot run takes it: a `/command` expanded, SessionStart's context,
-        the turn, then the --schema and --exit-code exchanges."""
-        context = self.start(path, cont)
-        prompt, settings = self.expand(prompt)
-        with self.locked():
-            reply = self.turn(f"{prompt}\n\n{context}" if context else prompt, settings)
-            return self.finish(reply.text, settings)
+        the turn, then the --schema and --exit-code exchanges. An error carries the `result`
+        of the run so far."""
+        try:
+            prompt, settings = self.expand(prompt)
+            with self.locked():
+                reply = self.held_turn(self.with_context(prompt), settings)
+                self.answered = self.finish(reply.text, settings)
+            return self.answered
+        except BaseException as e:
+            carry(e, self.result(e))
+            raise
 
-    def expand(self, prompt: str, builtins: tuple[str, ...] = ()) -> tuple[str, Settings]:
+    def turn(
+        self, prompt: str, settings: Settings | None = None, builtins: tuple[str, ...] = ()
+    ) -> Any:
+        """One prompt of a conversation (the REPL's lines): the turn clock restarted when a
+        person takes turns, a `/command` expanded (or one of `builtins`), SessionStart's context
+        with the first; `settings` are this turn's (the REPL's /sys), else the run's."""
+        try:
+            if self.interactive:
+                self.start_turn_clock()
+            prompt, settings = self.expand(prompt, builtins, settings)
+            with self.locked():
+                reply = self.held_turn(self.with_context(prompt), settings)
+            self.context = ""
+            return reply
+        except BaseException as e:
+            carry(e, self.result(e))
+            raise
+
+    def with_context(self, prompt: str) -> str:
+        return f"{prompt}\n\n{self.context}" if self.context else prompt
+
+    def expand(
+        self, prompt: str, builtins: tuple[str, ...] = (), base: Settings | None = None
+    ) -> tuple[str, Settings]:
         """A `/NAME args` prompt: the command's text, its shell steps run now (traced, judged
         like Bash calls), and the settings its turn runs with; any other prompt as it is."""
+        base = base or self.settings
         if not prompt.startswith("/"):  # the common case, without loading the commands' code
-            return prompt, self.settings
+            return prompt, base
         from agi.claude.extensions import command_settings
 
-        found = command_settings(prompt, self.settings, builtins)
+        found = command_settings(prompt, base, builtins)
         if found is None:
-            return prompt, self.settings
+            return prompt, base
         expansion, settings = found
         from agi.claude.extensions import command_text
 
-        assert self.session is not None
         with self.locked() as session:
             text = command_text(expansion, settings, self.ctx, session.trace)
         return text, settings
 
-    def turn(self, prompt: str, settings: Settings | None = None) -> Any:
-        """One prompt in, one reply out (the caller holds the session's lock)."""
+    def held_turn(self, prompt: str, settings: Settings | None = None) -> Any:
+        """One prompt in, one reply out, while the caller holds the session's lock."""
         session = self.session
         agent = self.assemble(settings or self.settings)
-        assert session is not None
         for warning in dict.fromkeys(session.warnings):  # each once, however often it was read
             self.view.warn(warning)
         session.warnings.clear()
         session.trace(run_record(self, agent, settings or self.settings))
+        self.idle.clear()
         try:
             reply = drain(agent.run(prompt), self.dispatch)
         except BaseException as e:  # keep what the turn produced
@@ -224,14 +228,14 @@ class Run:
             session.trace({"type": "error", "exit_code": code, "error": str(e) or type(e).__name__})
             raise
         finally:
+            self.idle.set()
             self.streamed.release(self.view.handle)
         return reply
 
-    def finish(self, text: str, settings: Settings) -> Result:
+    def finish(self, text: str, settings: Settings) -> RunResult:
         """The answer after the turn: JSON under --schema, and the verdict under --exit-code
         (a judge that gives no verdict leaves the answer standing, with exit 5)."""
         session, agent = self.session, self.agent
-        assert session is not None and agent is not None
         answer: Any = text
         verdict, error, code = None, None, 0
         if settings.schema is not None:
@@ -249,15 +253,35 @@ class Run:
                 error, code = f"the answer could not be judged: {e}", SchemaFailed.exit_code
                 session.trace({"type": "judgement", "error": str(e)})
         self.verdict = verdict
-        return Result(answer, code, verdict, session.path, agent.steps, self.meter.total, error)
+        usage = self.meter.total
+        return RunResult(answer, code, session.path, agent.steps, usage, error, verdict)
 
-    def compact_now(self, focus: str) -> str | None:
-        """A manual compaction under the session's lock (`--compact`, the REPL's /compact)."""
-        agent = self.agent
-        assert agent is not None and agent.compactor is not None
+    def compact(self, focus: str) -> str | None:
+        """A manual compaction under the session's lock (`--compact`, the REPL's /compact);
+        the summary, or None when there was nothing to compact."""
+        if self.interactive:
+            self.start_turn_clock()  # --timeout limits each turn, and a compaction is one
         with self.locked():
-            done = drain(agent.compactor.run("manual", focus), self.view.handle)
-        return None if done is None else done.summary
+            done = drain(self.agent.compactor.run("manual", focus), self.view.handle)
+        return None if done is None else str(done.summary)
+
+    def result(self, error: BaseException | None = None, answer: Any = None) -> RunResult:
+        """What the run reports: the last answer's result; `answer`'s (a --compact summary);
+        or, given the error that ended it, a failed run's, with its session, its steps and
+        the usage so far."""
+        if error is None and answer is None and self.answered is not None:
+            return self.answered
+        session = getattr(self, "session", None)
+        agent = getattr(self, "agent", None)
+        done = RunResult(
+            answer,
+            0,
+            None if session is None else session.path,
+            0 if agent is None else agent.steps,
+            self.meter.total,
+            verdict=self.verdict,
+        )
+        return done if error is None else RunResult.failed(error, done)
 
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session); a
@@ -267,7 +291,6 @@ class Run:
         from agi.structured.schema import ghost_json
 
         agent = self.agent
-        assert agent is not None
 
         def handle(event: Any) -> None:
             if isinstance(event, UsageEvent):
@@ -288,41 +311,73 @@ class Run:
 
     def dispatch(self, event: Any) -> None:
         """Send an event to the view, streamed text with the API key taken out even when a
-        delta ends inside it (agi.policy.redaction.HeldText)."""
+        delta ends inside it (agi.policy.redaction.HeldText). Once the run is cancelled the
+        turn ends here: a tool call announced to the front end that cancelled is not begun."""
         self.streamed.feed(event, self.view.handle)
+        if self.stopped:
+            raise Cancelled()
 
     # limits and the end
 
     def start_turn_clock(self) -> None:
-        """In a REPL, --timeout limits each turn."""
+        """In a REPL or an editor, --timeout limits each turn."""
         if self.settings.timeout:
             self.started = time.monotonic()
             self.ctx.set_deadline(deadline_for(self.settings, self.started))
-            if self.agent is not None:
-                self.agent.toolbox.ctx.deadline = self.ctx.deadline
+            self.agent.toolbox.ctx.deadline = self.ctx.deadline
+
+    def set_mode(self, mode: str) -> None:
+        """The permission mode from now on (an editor's session/set_mode): this agent's guard
+        and every agent assembled later."""
+        self.ctx.mode = mode
+        guard = self.agent.toolbox.guard
+        if guard is not None:
+            guard.set_mode(mode)
 
     def cancel(self) -> None:
-        """Stop the turn (from any thread): the model request closed, commands killed."""
+        """Stop the run (from any thread): the model request closed, commands killed, and
+        whatever comes next raises Cancelled. A command that was starting as the cancel came
+        is ended too: until the turn is over its tools are interrupted again, every 50 ms."""
+        self.stopped = True
         self.ctx.cancel()
         self.cancel_tools()
+        if not self.idle.is_set():
+            threading.Thread(target=self.keep_cancelling, name="agi-cancel", daemon=True).start()
+
+    def keep_cancelling(self) -> None:
+        while not self.idle.wait(0.05):
+            self.ctx.cancel()
+            self.cancel_tools()
 
     def cancel_tools(self) -> None:
-        if self.agent is not None:
-            self.agent.toolbox.interrupt()
+        agent = getattr(self, "agent", None)
+        if agent is not None:
+            agent.toolbox.interrupt()
 
     def close(self) -> None:
         """Cut the connections, end every process the tools and hooks started."""
         self.ctx.cancel()
-        if self.agent is not None:
-            self.agent.close()
+        agent = getattr(self, "agent", None)
+        if agent is not None:
+            agent.close()
 
     def redact(self, text: str) -> str:
         """`text` without the API key (for stdout and stderr, like the session's files)."""
         from agi.policy.redaction import redact, usable
 
-        if self.session is not None:
-            return self.session.redact(text)
+        session = getattr(self, "session", None)
+        if session is not None:
+            return str(session.redact(text))
         return redact(text, usable([self.settings.model.api_key]))
+
+
+def carry(error: BaseException, result: RunResult) -> None:
+    """Let `error` carry the result of the run it ended (`agi.Error.result`), once."""
+    if getattr(error, "result", None) is None:
+        try:
+            error.result = result  # type: ignore[attr-defined]
+        except AttributeError:  # an exception type without a __dict__
+            pass
 
 
 def require_prices(meter: Any, settings: Settings) -> None:

@@ -127,22 +127,26 @@ class Settings:
         )
 
     @classmethod
-    def load(cls, *layers: Layer, defaults: Options | None = None) -> Settings:
+    def load(
+        cls, *layers: Layer, defaults: Options | None = None, isolated: bool = False
+    ) -> Settings:
         """The settings from built-in defaults < `defaults` < the config file < the environment
         < `layers` (each front end's own, in order). Reads the config file and the files it
-        names; starts nothing."""
+        names; starts nothing. `isolated` (the Python API's hermetic runs): neither the config
+        file, nor what lies beside it, nor the environment's AGI_* options."""
         from agi.options.config import agi_home, config_path, load_file, resolve_model, seconds
         from agi.options.values import Layer, env_layer, file_layer, resolve
 
         path = config_path()
-        file = load_file(path)
+        sources = [] if isolated else [file_layer(load_file(path), path), env_layer()]
         first = [Layer(defaults, "defaults")] if defaults is not None else []
-        r = resolve([*first, file_layer(file, path), env_layer(), *layers])
+        r = resolve([*first, *sources, *layers])
         o = r.options
         warnings: list[str] = []
         model = resolve_model(r, path)
-        extensions = _extensions(r, path, warnings)
-        tools = _tool_sources(r, path.parent)
+        beside = None if isolated else path.parent  # tools/, hooks.json, agents/, ...
+        extensions = _extensions(r, beside, warnings)
+        tools = _tool_sources(r, beside)
         tools.mcp += extensions.pop("mcp", [])
         if extensions.get("env"):
             from agi.tools.mcp_config import McpSource
@@ -210,45 +214,45 @@ def _schema(spec: str | None, where: str) -> dict[str, Any] | None:
     return parse_schema(spec, where)
 
 
-def paths(r: Resolved, name: str, default: Path) -> list[Path]:
+def paths(r: Resolved, name: str, default: Path | None) -> list[Path]:
     """A repeatable path option: the config directory's default (if present), then the values
     of the last layer that gives any. A path named twice counts once."""
     given = getattr(r.options, name) or []
-    found = [default] if default.exists() else []
+    found = [default] if default is not None and default.exists() else []
     unique: dict[str, Path] = {}
     for path in [*found, *(Path(p).expanduser() for p in given)]:
         unique.setdefault(os.path.realpath(path), path)
     return list(unique.values())
 
 
-def _tool_sources(r: Resolved, home: Path) -> ToolSources:
+def _tool_sources(r: Resolved, home: Path | None) -> ToolSources:
     choice = r.options.tools or ToolChoice()
     return ToolSources(
         builtin=choice.builtin,
         files=[Path(p).expanduser() for p in r.options.tool or []],
-        dirs=paths(r, "tools_dir", home / "tools"),
-        mcp=[] if choice.none else paths(r, "mcp", home / "mcp.json"),
+        dirs=paths(r, "tools_dir", home and home / "tools"),
+        mcp=[] if choice.none else paths(r, "mcp", home and home / "mcp.json"),
         allow=None if choice.allow is None else list(choice.allow),
         none=choice.none,
         allow_source=r.where("tools"),
     )
 
 
-def _extensions(r: Resolved, config: Path, warnings: list[str]) -> dict[str, Any]:
-    """Hooks, subagent files, skills, plugins, commands, settings files and permission rules:
-    read and checked now (bad files are usage errors); nothing is started."""
-    home = config.parent
+def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str, Any]:
+    """Hooks, subagent files, skills, plugins, commands, settings files and permission rules
+    (with the defaults in the config's directory `home`, unless None): read and checked now
+    (bad files are usage errors); nothing is started."""
     found: dict[str, Any] = {}
     claude = _claude(r, warnings)
     found.update(claude)
-    hook_files = paths(r, "hooks", home / "hooks.json")
+    hook_files = paths(r, "hooks", home and home / "hooks.json")
     extra_hooks = found.pop("extra_hooks")
     if hook_files or extra_hooks:
         from agi.claude.hooks.run import load_hooks
 
         found["hooks"] = load_hooks(hook_files, extra=extra_hooks)
         warnings += found["hooks"].warnings
-    agent_dirs = paths(r, "agents", home / "agents")
+    agent_dirs = paths(r, "agents", home and home / "agents")
     found["agents"] = found.get("agents", [])
     if agent_dirs:
         from agi.claude.subagents import load_agents
@@ -256,7 +260,7 @@ def _extensions(r: Resolved, config: Path, warnings: list[str]) -> dict[str, Any
         agents, more = load_agents(agent_dirs)
         found["agents"] = agents + found["agents"]
         warnings += more
-    skill_dirs = paths(r, "skills", home / "skills")
+    skill_dirs = paths(r, "skills", home and home / "skills")
     found["skills"] = found.get("skills", [])
     if skill_dirs:
         from agi.claude.skills import load_skills
@@ -264,7 +268,7 @@ def _extensions(r: Resolved, config: Path, warnings: list[str]) -> dict[str, Any
         skills, more = load_skills(skill_dirs)
         found["skills"] = skills + found["skills"]
         warnings += more
-    command_dirs = [home / "commands"] if (home / "commands").exists() else []
+    command_dirs = [home / "commands"] if home and (home / "commands").exists() else []
     if command_dirs:
         from agi.claude.commands import find_commands
 

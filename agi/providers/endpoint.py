@@ -9,8 +9,8 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from agi import __version__
 from agi.errors import ConfigError
+from agi.version import __version__
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig

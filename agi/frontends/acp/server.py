@@ -78,10 +78,12 @@ class Server:
         layers = [file_layer(load_file(path), path), env_layer(), self.flags]
         return resolve(layers).options.allow_write is not None
 
-    def make_run(self, settings: Any, view: Any, session: Any, meter: Any = None) -> Any:
+    def make_run(
+        self, settings: Any, view: Any, session: Any, meter: Any = None, saved: int = 0
+    ) -> Any:
         from agi.frontends.acp.turn import EditorRun
 
-        return EditorRun(settings, time.monotonic(), view=view, editor=session, meter=meter)
+        return EditorRun(settings, view, editor=session, meter=meter, saved=saved)
 
     def models(self, current: str) -> list[dict[str, str]]:
         """The model select: the session's model and every model the config file names."""

@@ -71,12 +71,11 @@ class EditorSession:
         # one meter while this process serves the session: --max-cost is the session's budget,
         # which a change of model or a session/load does not reset
         meter = old.meter if old is not None else None
-        run = self.server.make_run(settings, EditorView(self), self, meter)
-        run.metered = old.metered if old is not None else 0
-        session = run.open(self.path, False)
+        saved = old.metered if old is not None else 0
+        run = self.server.make_run(settings, EditorView(self), self, meter, saved)
+        session = run.session
         with run.locked():
             session.write_meta(model=self.label, cwd=self.cwd, acp=True)
-        run.assemble(settings)
         self.run, self.stale = run, False
         self.prior_cost = (Usage.from_dict(session.meta.get("usage")).cost or 0.0) - (
             run.meter.total.cost or 0.0
@@ -84,12 +83,8 @@ class EditorSession:
 
     def set_mode(self, mode: str) -> None:
         self.mode = mode
-        run = self.run
-        if run is not None:
-            run.ctx.mode = mode
-            guard = run.agent.toolbox.guard if run.agent is not None else None
-            if guard is not None:
-                guard.set_mode(mode)
+        if self.run is not None:
+            self.run.set_mode(mode)
 
     def set_model(self, model: str) -> None:
         self.model, self.stale = model, True
@@ -147,7 +142,7 @@ class EditorSession:
 
         run.start_turn_clock()
         if first_word(text) == "compact":
-            summary = run.compact_now(text.strip()[len("/compact") :].strip())
+            summary = run.compact(text.strip()[len("/compact") :].strip())
             message = summary or "nothing to compact: the session holds no conversation"
             self.bridge.notify(_chunk("agent_message_chunk", message))
             return "end_turn"
@@ -160,7 +155,7 @@ class EditorSession:
             context = agent.lifecycle.session_start(source, settings.model.label)
             prompt = f"{prompt}\n\n{context}" if context else prompt
         with run.locked():
-            reply = run.turn(prompt, settings)
+            reply = run.held_turn(prompt, settings)
         if self.cancelled.is_set():
             return "cancelled"
         return "max_tokens" if reply.finish_reason == "length" else "end_turn"

@@ -11,23 +11,30 @@ from typing import Any
 
 from agi.engine.run import Run
 from agi.errors import Cancelled, TimeLimit
-from agi.frontends.acp.files import through_editor
 from agi.frontends.acp.permissions import EditorAsk, Started
 
 
 class EditorRun(Run):
-    def __init__(self, settings: Any, started: float, view: Any, editor: Any, meter: Any = None):
-        super().__init__(settings, started, view=view, meter=meter)
-        self.editor = editor
-        ctx = self.ctx
-        ctx.cwd, ctx.ask, ctx.default_asks, ctx.mode = (
-            editor.cwd,
-            EditorAsk(editor),
-            True,
-            editor.mode,
+    def __init__(self, settings: Any, view: Any, editor: Any, meter: Any = None, saved: int = 0):
+        from agi.engine.spec import RunSpec, SessionChoice
+
+        self.editor = editor  # before the run opens: its lock and its guard need the editor
+        spec = RunSpec(
+            settings,
+            cwd=editor.cwd,
+            view=view,
+            ask=EditorAsk(editor),
+            mode=editor.mode,
+            default_asks=True,
+            files=editor.files,
+            meter=meter,
+            saved=saved,
+            on_child_event=view.child,  # subagents' tool calls, shown as the agent's are
+            interactive=True,  # --timeout limits each turn
+            session=SessionChoice(path=editor.path),
+            session_start=False,  # the session's first turn runs them (agi.frontends.acp.session)
         )
-        ctx.tools = through_editor(list(ctx.tools or []), editor.files)
-        ctx.on_child_event = view.child  # subagents' tool calls, shown as the agent's are
+        super().__init__(spec)
 
     def assemble(self, settings: Any) -> Any:
         agent = super().assemble(settings)

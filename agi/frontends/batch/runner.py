@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agi.engine.result import RunResult
 from agi.errors import AgiError
 from agi.frontends.batch.jobs import Job
 from agi.frontends.batch.shared import Budget, BudgetSpent, JobMeter, Outcome
@@ -186,7 +186,7 @@ class LocalRuns:
             spent = self.budget.reached()
             self.progress.began()
             if spent is not None:  # no job starts once the budget is spent
-                report(Outcome(job.id, exit=spent.exit_code, error=str(spent), budget=True))
+                report(Outcome(job.id, RunResult.failed(spent), budget=True))
                 self.progress.ended(spent.exit_code)
                 continue
             outcome = self.one(job, stop)
@@ -196,21 +196,21 @@ class LocalRuns:
 
     def one(self, job: Job, stop: Stop) -> Outcome | None:
         """One job to its outcome; None when a hard stop cut it short (nothing is written)."""
-        from agi.engine.run import Run
+        from agi import engine
+        from agi.engine.spec import RunSpec, SessionChoice
 
         run = None
         try:
             settings = self.plan.settings(job)
             meter = JobMeter(settings.prices, settings.max_cost, self.budget)
-            run = Run(settings, started=time.monotonic(), view=JobView(job), meter=meter)
+            session = job.options.get("session")
+            choice = SessionChoice(path=Path(session) if session else None)  # None: a new one
+            run = engine.open(RunSpec(settings, view=JobView(job), meter=meter, session=choice))
             with self._lock:
                 self.running[job.index] = run
             if stop.hard.is_set():
                 return None
-            session = job.options.get("session")
-            path = Path(session) if session else fresh_session(settings.home)
-            result = run.ask(job.prompt, path=path)
-            return finished(job, result)
+            return finished(job, run.ask(job.prompt))
         except AgiError as e:
             if stop.hard.is_set():
                 return None
@@ -224,23 +224,6 @@ class LocalRuns:
                 end(run)
 
 
-def fresh_session(home: Path) -> Path:
-    """A new session directory of its own: made here, so that two jobs starting in the same
-    second cannot be given the same name."""
-    from agi.sessions.files import make_private_dir
-    from agi.sessions.session import SessionIndex
-
-    index = SessionIndex(home)
-    while True:
-        path = index.default_path()
-        make_private_dir(path.parent)
-        try:
-            path.mkdir(mode=0o700)
-            return path
-        except FileExistsError:
-            continue
-
-
 def end(run: Any) -> None:
     """SessionEnd hooks, then what the run opened is closed, as at the end of `agi PROMPT`."""
     try:
@@ -251,29 +234,14 @@ def end(run: Any) -> None:
         run.close()
 
 
-def finished(job: Job, result: Any) -> Outcome:
-    error = getattr(result, "error", None)
-    if error is None and result.exit and result.verdict is not None:
-        error = f"judged failed: {result.verdict.get('reason', '')}"
-    usage = result.usage
-    if isinstance(usage, dict):
-        from agi.messages import Usage
-
-        usage = Usage.from_dict(usage)
-    session = None if result.session is None else str(result.session)
-    return Outcome(job.id, result.answer, result.exit, error, session, result.steps, usage)
+def finished(job: Job, result: RunResult) -> Outcome:
+    return Outcome(job.id, result)
 
 
 def failed(job: Job, run: Any, error: AgiError) -> Outcome:
-    """A job that ended with an error: its exit code and message, and what it had done."""
-    session = getattr(run, "session", None)
-    agent = getattr(run, "agent", None)
-    meter = getattr(run, "meter", None)
-    return Outcome(
-        job.id,
-        exit=error.exit_code,
-        error=str(error) if run is None else run.redact(str(error)),
-        session=None if session is None else str(session.path),
-        steps=agent.steps if agent is not None else 0,
-        usage=meter.total if meter is not None else None,
-    )
+    """A job that ended with an error: its exit code and message, and what it had done (the
+    run's, or what the error says of a run that failed while opening)."""
+    if run is None:
+        return Outcome(job.id, RunResult.failed(error, error.result))
+    result = run.result(error)
+    return Outcome(job.id, dataclasses.replace(result, error=run.redact(str(result.error))))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agi.engine.result import RunResult, batch_record
 from agi.errors import CostLimit, UsageError
 from agi.messages import Usage
 from agi.providers.cost import Meter, money
@@ -20,22 +21,19 @@ from agi.providers.cost import Meter, money
 
 @dataclass
 class Outcome:
-    """One finished job, as its output line says it."""
+    """One finished job: its result, written as a batch line (agi.engine.result.batch_record),
+    and whether the batch's budget stopped it."""
 
     id: Any
-    answer: Any = None
-    exit: int = 0
-    error: str | None = None
-    session: str | None = None
-    steps: int = 0
-    usage: Usage | None = None
+    result: RunResult
     budget: bool = False  # stopped by the batch's --max-cost (not written)
 
+    @property
+    def exit(self) -> int:
+        return self.result.exit_code
+
     def line(self) -> str:
-        usage = (self.usage or Usage()).to_dict()
-        record = {"id": self.id, "answer": self.answer, "exit": self.exit, "error": self.error}
-        record.update(session=self.session, steps=self.steps, usage=usage)
-        return json.dumps(record, ensure_ascii=False) + "\n"
+        return json.dumps(batch_record(self.result, self.id), ensure_ascii=False) + "\n"
 
 
 class Writer:

@@ -125,9 +125,7 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
         raise UsageError("--compact works on a session: give -s DIR or -c (not -i, --fork)")
     if args.compact and (args.schema or args.exit_code is not None):
         raise UsageError("--compact prints the summary: it takes no --schema or --exit-code")
-    from pathlib import Path
-
-    from agi.engine.run import Run  # after parsing: --version and --help stay light
+    from agi.frontends.cli import oneshot  # after parsing: --version and --help stay light
 
     settings = settings_for(args)
     if settings is None:
@@ -136,24 +134,15 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
         arm_alarm(started, settings.timeout)
     reads = not (args.repl or args.compact or args.list_extensions)
     prompt = read_prompt(args, settings.stdin_limit) if reads else ""  # within --timeout
-    run = Run(settings, started, interactive=args.repl)
-    runs.append(run)
-    hide_keys(settings.model.api_key)  # from the tools' environment, once they are built
-    path = Path(args.session) if args.session else None
-    if args.fork:
-        from agi.sessions.session import SessionIndex, fork
-
-        path = path or SessionIndex(settings.home).default_path()
-        fork(Path(args.fork), path)
+    hide_keys(settings.model.api_key)  # from stdout, stderr and every child's environment
+    run = oneshot.open_run(args, settings, started, runs)
     if args.repl:
         from agi.frontends.cli.repl import repl
 
-        return repl(run, path, args.cont)
-    from agi.frontends.cli import oneshot
-
+        return repl(run)
     if args.compact:
-        return oneshot.compact(run, " ".join(args.prompt).strip(), path, args.cont)
-    return oneshot.one_shot(run, prompt, path, args.cont)
+        return oneshot.compact(run, " ".join(args.prompt).strip())
+    return oneshot.one_shot(run, prompt)
 
 
 def settings_for(args: argparse.Namespace) -> Settings | None:
@@ -206,8 +195,9 @@ def fail(error: AgiError, run: Run | None, result: bool = True) -> int:
         from agi.errors import CostLimit
 
         kept = error.exit_code in (4, 129, 130, 143) and not isinstance(error, CostLimit)
-        if run.session is not None and kept:  # the contract's cost line stands alone
-            message += f"; the session is kept: {run.session.path}"
+        session = run.result(error).session
+        if session is not None and kept:  # the contract's cost line stands alone
+            message += f"; the session is kept: {session}"
         message = run.redact(message)
     view = run.view if run is not None and run.view is not None else None
     if view is not None:

@@ -1,8 +1,10 @@
-"""The command line's runs: a prompt to its answer on stdout (text, JSON under --schema, or the
+"""The command line's runs: the spec they are opened with (the view, `--output jsonl`'s event
+lines, the session), a prompt to its answer on stdout (text, JSON under --schema, or the
 --output json|jsonl result object), `--compact`, and what a failure writes there."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -12,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import UsageError
 
 if TYPE_CHECKING:
+    from agi.engine.result import RunResult
     from agi.engine.run import Run
     from agi.errors import AgiError
+    from agi.options.settings import Settings
 
 
 class EventLines:
@@ -33,53 +37,105 @@ class EventLines:
         return getattr(self.inner, name)
 
 
-def watch_output(run: Run) -> None:
-    """Under `--output jsonl` the run's events go to stdout too."""
-    if run.settings.output == "jsonl":
-        run.view = EventLines(run.view, run.redact)
-        run.ctx.warn = run.view.warn
+class Unopened:
+    """A run whose opening failed after its checks (the session could not be opened or
+    forked, a SessionStart hook failed): what `fail` needs of it to report that run."""
+
+    def __init__(self, settings: Settings, view: Any, partial: RunResult):
+        self.settings, self.view, self.partial = settings, view, partial
+
+    def result(self, error: BaseException | None = None) -> RunResult:
+        from agi.engine.result import RunResult
+
+        return self.partial if error is None else RunResult.failed(error, self.partial)
+
+    def redact(self, text: str) -> str:
+        from agi.policy.redaction import redact, usable
+
+        return redact(text, usable([self.settings.model.api_key]))
+
+    def end_hooks(self, reason: str) -> None:
+        pass  # the engine ended what the run had started
+
+    def close(self) -> None:
+        pass
 
 
-def one_shot(run: Run, prompt: str, path: Path | None, cont: bool) -> int:
+def open_run(args: argparse.Namespace, settings: Settings, started: float, runs: list[Any]) -> Run:
+    """The run the flags ask for, opened through the engine's door; `runs` gets it (or what
+    `fail` needs of it when its session could not be opened)."""
+    from agi import engine
+    from agi.engine.opening import make_view
+    from agi.engine.spec import RunSpec, SessionChoice
+
+    view = make_view(settings, interactive=args.repl)
+    if args.repl:
+        from agi.frontends.cli.repl import Streamed
+
+        view = Streamed(view)  # the answer streams to stdout as it comes
+    elif settings.output == "jsonl":
+        from agi.policy.redaction import redact, usable
+
+        secrets = usable([settings.model.api_key])
+        view = EventLines(view, lambda text: redact(text, secrets))
+    choice = SessionChoice(
+        path=Path(args.session) if args.session else None,
+        cont=args.cont,
+        fork=Path(args.fork) if args.fork else None,
+        compact=bool(args.compact),
+    )
+    spec = RunSpec(
+        settings,
+        view=view,
+        interactive=args.repl,
+        session=choice,
+        session_start=not args.compact,
+        started=started,
+    )
+    try:
+        run = engine.open(spec)
+    except BaseException as e:
+        partial = getattr(e, "result", None)
+        if partial is not None:  # its checks had passed: the run is reported, as one
+            runs.append(Unopened(settings, view, partial))
+        raise
+    runs.append(run)
+    return run
+
+
+def one_shot(run: Run, prompt: str) -> int:
     """`agi PROMPT`: the answer on stdout; the exit code the verdict earns. A judge that gave
     no verdict leaves the answer on stdout and says so: exit 5."""
-    watch_output(run)
-    result = run.ask(prompt, path, cont)
+    result = run.ask(prompt)
     run.view.finish(str(result.session), result.usage, time.monotonic() - run.started, result.steps)
     if result.verdict is not None:
         run.view.judgement(result.verdict["success"], result.verdict["reason"])
-    write_result(run, result.answer, result.exit, result.error)
+    write_result(run, result)
     if result.error:
         sys.stderr.write(f"agi: {run.redact(result.error)}\n")
-    elif result.exit and result.verdict is not None:
+    elif result.exit_code and result.verdict is not None:
         sys.stderr.write(f"agi: judged failed: {run.redact(str(result.verdict['reason']))}\n")
     sys.stdout.flush()  # a full or closed stdout fails here, not at exit
-    return result.exit
+    return result.exit_code
 
 
-def compact(run: Run, focus: str, path: Path | None, cont: bool) -> int:
+def compact(run: Run, focus: str) -> int:
     """`agi --compact [FOCUS]`: compact the session now and print the summary."""
-    if path is not None and not (path / "messages.jsonl").is_file():
-        raise UsageError(f"nothing to compact: {path} holds no agi conversation")
-    run.open(path, cont)
-    run.assemble(run.settings)
-    summary = run.compact_now(focus)
+    summary = run.compact(focus)
     if summary is None:
         raise UsageError("nothing to compact: the session holds no conversation")
-    write_result(run, summary, 0)
+    write_result(run, run.result(answer=summary))
     return 0
 
 
-def write_result(run: Run, answer: Any, code: int, error: str | None = None) -> None:
+def write_result(run: Any, result: RunResult) -> None:
     """The answer as the run's --output asks: text, JSON under --schema, or the result object."""
-    settings = run.settings
+    settings, answer = run.settings, result.answer
     if settings.output in ("json", "jsonl"):
-        from agi.frontends.views.jsonl import Outcome, result_line
+        from agi.frontends.views.jsonl import result_line
 
-        session = str(run.session.path) if run.session is not None else None
-        steps = run.agent.steps if run.agent is not None else 0
-        outcome = Outcome(answer, code, session, steps, run.meter.total, run.verdict, error)
-        sys.stdout.write(shown(run.redact(result_line(outcome, settings.output == "jsonl")), True))
+        line = result_line(result, settings.output == "jsonl")
+        sys.stdout.write(shown(run.redact(line), True))
     elif answer is not None and settings.schema is not None:
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         sys.stdout.write(shown(run.redact(text) + "\n", json_text=True))
@@ -107,7 +163,7 @@ def shown(text: str, json_text: bool = False) -> str:
     return escape_controls(text)
 
 
-def write_failure(run: Run, error: AgiError) -> None:
+def write_failure(run: Any, error: AgiError) -> None:
     """A failed run under --output json|jsonl still writes its result object."""
     if run.settings.output != "text":
-        write_result(run, None, error.exit_code, str(error))
+        write_result(run, run.result(error))

@@ -58,7 +58,15 @@ def enable_history(home: Path) -> None:
     atexit.register(save)
 
 
-def command(run: Any, line: str) -> None:
+class Conversation:
+    """The REPL's side of its run: the settings its next turn takes (/sys changes them)."""
+
+    def __init__(self, run: Any):
+        self.run, self.settings = run, run.settings
+
+
+def command(talk: Conversation, line: str) -> None:
+    run = talk.run
     name, _, rest = line.partition(" ")
     if name == "/session":
         print(run.session.path, file=sys.stderr)
@@ -68,17 +76,16 @@ def command(run: Any, line: str) -> None:
             raise UsageError("/sys needs one or more files")
         from agi.engine.run import with_system
 
-        run.settings = with_system(run.settings, files)  # the next turn is assembled with it
+        talk.settings = with_system(talk.settings, files)  # the next turn is assembled with it
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
     elif name == "/compact":
-        run.start_turn_clock()  # --timeout limits each turn, and a compaction is one
-        summary = run.compact_now(rest.strip())
+        summary = run.compact(rest.strip())  # --timeout limits each turn, and a compaction is one
         print(summary or "(nothing to compact)")
     elif name == "/help":
         print(HELP, file=sys.stderr)
         from agi.claude.commands import listing
 
-        for command, summary, _ in listing(run.settings.commands):
+        for command, summary, _ in listing(talk.settings.commands):
             print(f"  {command}  {summary}".rstrip(), file=sys.stderr)
     else:
         raise UsageError(f"unknown command {name} (try /help)")
@@ -107,23 +114,19 @@ class Streamed:
         return getattr(self.inner, name)
 
 
-def one_turn(run: Any, line: str, context: str) -> None:
+def one_turn(talk: Conversation, line: str) -> None:
     """A prompt, or a `/NAME args` line: the turn is assembled from its own settings (a
     command's allow rules and model hold for that turn only)."""
     from agi.claude.extensions import BUILTINS
 
-    run.start_turn_clock()
-    prompt, settings = run.expand(line, BUILTINS)
-    with run.locked():
-        run.turn(f"{prompt}\n\n{context}" if context else prompt, settings)
+    talk.run.turn(line, talk.settings, BUILTINS)
     sys.stdout.write("\n")
     sys.stdout.flush()
 
 
-def repl(run: Any, path: Path | None, cont: bool) -> int:
+def repl(run: Any) -> int:
     """Loop until Ctrl-D; a failed or cancelled turn returns to the prompt."""
-    run.view = Streamed(run.view)
-    context = run.start(path, cont)
+    talk = Conversation(run)
     interactive = sys.stdin.isatty()
     if interactive:
         enable_history(run.settings.home)
@@ -145,10 +148,9 @@ def repl(run: Any, path: Path | None, cont: bool) -> int:
             continue
         try:
             if line.split(None, 1)[0] in ("/session", "/sys", "/compact", "/help"):
-                command(run, line.strip())
+                command(talk, line.strip())
                 continue
-            one_turn(run, line.strip() if line.startswith("/") else line, context)
-            context = ""
+            one_turn(talk, line.strip() if line.startswith("/") else line)
         except KeyboardInterrupt:
             run.cancel_tools()
             print("\n(cancelled)", file=sys.stderr)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agi.engine.result import RunResult, mcp_structured
 from agi.errors import AgiError, UsageError
 
 USAGE_SCHEMA: dict[str, Any] = {
@@ -258,35 +259,30 @@ def session_path(path: Path, cwd: str | None) -> Path:
 
 @dataclass
 class Outcome:
-    """What a call returns: the text content, the structured content, and whether it failed."""
+    """What a call returns: the text content, and the run's result, whose structured content
+    is agi.engine.result.mcp_structured's; a failure is an error result."""
 
     text: str
-    answer: Any = None
-    exit: int = 0
-    session: str | None = None
-    steps: int = 0
-    usage: dict[str, Any] = field(default_factory=dict)
-    verdict: dict[str, Any] | None = None  # under exit_code: the judge's success and reason
+    result: RunResult = field(default_factory=RunResult)
+
+    @property
+    def exit(self) -> int:
+        return self.result.exit_code
+
+    @property
+    def steps(self) -> int:
+        return self.result.steps
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        return self.result.usage.to_dict()
 
     @property
     def is_error(self) -> bool:
         return self.exit not in (0, 1)
 
     def structured(self) -> dict[str, Any]:
-        out = {
-            "answer": self.answer,
-            "exit": self.exit,
-            "session": self.session,
-            "steps": self.steps,
-            "usage": self.usage or empty_usage(),
-        }
-        if self.verdict is not None:
-            out["verdict"] = self.verdict
-        return out
-
-
-def empty_usage() -> dict[str, Any]:
-    return {"input": 0, "output": 0, "cached": 0, "cache_write": 0, "reasoning": 0, "cost": 0.0}
+        return mcp_structured(self.result)
 
 
 def answer_text(answer: Any, schema: bool) -> str:
@@ -296,11 +292,13 @@ def answer_text(answer: Any, schema: bool) -> str:
     return str(answer)
 
 
-def failure(error: AgiError, session: str | None = None, **more: Any) -> Outcome:
-    """A failed call: agi's one line, as the CLI would write it on stderr."""
+def failure(error: AgiError, before: RunResult | None = None) -> Outcome:
+    """A failed call: agi's one line, as the CLI would write it on stderr, and what the run
+    had done (`before`)."""
     from agi.errors import CostLimit
 
     message = " ".join(str(error).split()) or type(error).__name__
+    session = before.session if before is not None else None
     if session is not None and error.exit_code == 4 and not isinstance(error, CostLimit):
         message += f"; the session is kept: {session}"
-    return Outcome(f"agi: {message}", exit=error.exit_code, session=session, **more)
+    return Outcome(f"agi: {message}", RunResult.failed(error, before))

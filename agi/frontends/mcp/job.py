@@ -24,7 +24,6 @@ from agi.frontends.mcp.call import (
     Outcome,
     Refused,
     answer_text,
-    empty_usage,
     failure,
 )
 from agi.frontends.views.terminal import Silent, describe_input
@@ -217,12 +216,18 @@ class Job:
                     sys.stderr.write(f"agi: closing a call's run: {e}\n")
 
     def start(self) -> Run:
-        from agi.engine.run import Run
+        from agi import engine
+        from agi.engine.spec import RunSpec, SessionChoice
 
         settings = self.base.for_call(self.call)
-        run = Run(settings, self.started, view=Progress(self.send))
-        if self.call.cwd is not None:
-            run.ctx.cwd = self.call.cwd
+        spec = RunSpec(
+            settings,
+            cwd=self.call.cwd,
+            view=Progress(self.send),
+            session=SessionChoice(path=self.call.session),
+            started=self.started,
+        )
+        run = engine.open(spec)
         with self.lock:
             self.current = run
             cancelled = self.cancelled
@@ -231,31 +236,20 @@ class Job:
         return run
 
     def ask(self, run: Run) -> Outcome:
-        result = run.ask(self.call.prompt, path=self.call.session)
-        usage = result.usage.to_dict()
-        session = str(result.session) if result.session is not None else None
-        if result.exit not in (0, 1):  # the judge gave no verdict (exit 5)
-            line = run.redact(f"agi: {result.error or 'failed'}")
-            return Outcome(line, None, result.exit, session, result.steps, usage)
+        result = run.ask(self.call.prompt)
+        if result.exit_code not in (0, 1):  # the judge gave no verdict (exit 5)
+            return Outcome(run.redact(f"agi: {result.error or 'failed'}"), result)
         schema = run.settings.schema is not None
         text = run.redact(answer_text(result.answer, schema))
-        verdict = None
         if result.verdict is not None:
             reason = run.redact(str(result.verdict.get("reason", "")))
             verdict = {"success": bool(result.verdict.get("success")), "reason": reason}
-        out = Outcome(text, result.answer, result.exit, session, result.steps, usage)
-        out.verdict = verdict
-        return out
+            result = dataclasses.replace(result, verdict=verdict)
+        return Outcome(text, result)
 
     def failed(self, error: AgiError, run: Run | None) -> Outcome:
-        session, steps, usage = None, 0, empty_usage()
-        if run is not None:
-            if run.session is not None:
-                session = str(run.session.path)
-            if run.agent is not None:
-                steps = run.agent.steps
-            usage = run.meter.total.to_dict()
-        out = failure(error, session, steps=steps, usage=usage)
+        before = run.result(error) if run is not None else error.result
+        out = failure(error, before)
         if run is not None:
             out.text = run.redact(out.text)
         return out

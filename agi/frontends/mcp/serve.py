@@ -156,7 +156,7 @@ async def serve_call(calls: Calls, call: Call, ctx: Any, started: float, number:
 
             why = f"time limit reached: {call.timeout:g} s waiting for another call on the session"
             out = failure(LimitReached(why))  # the session is untouched: no "is kept" here
-            out.session = str(call.session)
+            out.result.session = Path(call.session)
             return out
         try:
             return await in_worker(calls, call, ctx, started, number)

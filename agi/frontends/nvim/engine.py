@@ -152,29 +152,33 @@ class JobView:
 def _run(job: Job, session: Session) -> list[str]:
     """The request as a run of its own (the same settings, price checks, assembly and hooks as
     the command line's), in the session the caller holds."""
-    import time
-
-    from agi.engine.run import Run
+    from agi import engine
+    from agi.engine.spec import RunSpec, SessionChoice
     from agi.options.settings import Settings
     from agi.policy.redaction import usable
+    from agi.providers.cost import Meter
 
     request = job.request
     settings = Settings.load(nvim_layer(request.get("options") or {}))
     session.secrets = usable([settings.model.api_key])
-    run = Run(settings, time.monotonic(), view=JobView(job))
-    job.meter = run.meter  # subagents included
-    run.ctx.cwd = request.get("cwd") or os.getcwd()
-    run.ctx.on_transport = job.attach
-    run.session = session
+    keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
+    described = {k: request.get(k) for k in keys if request.get(k) is not None}
+    job.meter = Meter(settings.prices, settings.max_cost)  # subagents included
+    spec = RunSpec(
+        settings,
+        cwd=request.get("cwd") or os.getcwd(),
+        view=JobView(job),
+        meter=job.meter,
+        on_transport=job.attach,
+        session=SessionChoice(held=session),
+        record={"nvim": described},  # in the trace's run record
+    )
+    run = engine.open(spec)
     try:
         refine = bool(request.get("refine"))
         prompt = render_refine(request) if refine else render_prompt(request)
-        context = run.start(None, False)
-        keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
-        described = {k: request.get(k) for k in keys if request.get(k) is not None}
         session.write_meta(model=settings.model.label, nvim=described)
-        run.described = {"nvim": described}  # in the trace's run record
-        reply = run.turn(f"{prompt}\n\n{context}" if context else prompt)
+        reply = run.turn(prompt)
     finally:
         try:
             run.end_hooks("other")

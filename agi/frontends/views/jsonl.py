@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.messages import ToolEnd, ToolStart
+
+if TYPE_CHECKING:
+    from agi.engine.result import RunResult
 
 
 def event_dict(event: Any) -> dict[str, Any]:
@@ -41,33 +43,11 @@ def event_line(event: Any) -> str:
     return json.dumps(event_dict(event), ensure_ascii=False) + "\n"
 
 
-@dataclass
-class Outcome:
-    """What the result object reports of a run, finished or failed."""
-
-    answer: Any
-    exit_code: int
-    session: str | None
-    steps: int
-    usage: Any  # agi.providers.usage.Usage
-    verdict: dict[str, Any] | None = None
-    error: str | None = None
-
-
-def result_line(outcome: Outcome, jsonl: bool) -> str:
-    """The final object; `usage` is the whole run's (subagents and ghost exchanges included),
-    `steps` counts the agent loop's model calls."""
-    body: dict[str, Any] = {
-        "answer": outcome.answer,
-        "session": outcome.session,
-        "exit_code": outcome.exit_code,
-        "steps": outcome.steps,
-        "usage": outcome.usage.to_dict(),
-    }
-    if outcome.verdict is not None:
-        body["judgement"] = outcome.verdict
-    if outcome.error:
-        body["error"] = outcome.error
+def result_line(result: RunResult, jsonl: bool) -> str:
+    """The final object (RunResult.to_json); `usage` is the whole run's (subagents and ghost
+    exchanges included), `steps` counts the agent loop's model calls; under jsonl it is the
+    `result` event."""
+    body = result.to_json()
     if jsonl:
         body = {"type": "result", **body}
     return json.dumps(body, ensure_ascii=False) + "\n"

@@ -1,0 +1,92 @@
+"""What a run is opened with, from its spec (agi.engine.spec): the view, the meter, the
+context, and the session chosen (named, continued, forked or new)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi.engine.assemble import Context, deadline_for
+from agi.errors import UsageError
+
+if TYPE_CHECKING:
+    from agi.engine.spec import RunSpec, SessionChoice
+    from agi.options.settings import Settings
+    from agi.sessions.session import Session, SessionIndex
+
+
+def make_view(settings: Settings, interactive: bool) -> Any:
+    """The terminal view when a person watches stderr (or -v), else silence."""
+    from agi.frontends.views.terminal import Silent, Terminal
+
+    tty = sys.stderr.isatty()
+    if settings.quiet or not (tty or settings.verbose):
+        return Silent()
+    return Terminal(color=tty, spinner=tty and not interactive)
+
+
+def open_session(settings: Settings, choice: SessionChoice) -> Session:
+    """The session chosen: the one named, the last one used (`-c`), a fork made first, or a new
+    one; recorded in the index. One the front end holds is used as it is."""
+    from agi.sessions.session import Session, SessionIndex, fork
+
+    if choice.held is not None:
+        return choice.held
+    index = SessionIndex(settings.home)
+    path = choice.path
+    if choice.cont:
+        path = index.latest()
+        if path is None:
+            raise UsageError("no session to continue: none has been used yet")
+    if choice.fork is not None:
+        path = path or index.default_path()
+        fork(choice.fork, path)
+    if choice.compact and path is not None and not (path / "messages.jsonl").is_file():
+        raise UsageError(f"nothing to compact: {path} holds no agi conversation")
+    key = settings.model.api_key
+    session = Session.open(path or fresh_path(index), secrets=[key] if key else [])
+    index.record(session.path)
+    return session
+
+
+def fresh_path(index: SessionIndex) -> Path:
+    """A new session directory, made here: two runs starting at once never share one."""
+    from agi.sessions.files import make_private_dir
+
+    while True:
+        path = index.default_path()
+        make_private_dir(path.parent)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(path, 0o700)  # whatever the umask
+        return path
+
+
+def own_meter(settings: Settings) -> Any:
+    """A meter of the run's own: every model call, subagents and ghosts included, and its
+    --max-cost."""
+    from agi.providers.cost import Meter
+
+    return Meter(settings.prices, settings.max_cost)
+
+
+def context_for(spec: RunSpec, started: float, warn: Any, meter: Any) -> Context:
+    """The run's context from its spec: where it works, its deadline, who is asked, the pool."""
+    ctx = Context(
+        cwd=spec.cwd or os.getcwd(),
+        deadline=deadline_for(spec.settings, started),
+        warn=warn,
+        meter=meter,
+        ask=spec.ask,
+        default_asks=spec.default_asks,
+        mode=spec.mode,
+        on_child_event=spec.on_child_event,
+        pool=spec.pool,
+    )
+    if spec.on_transport is not None:
+        ctx.on_transport = spec.on_transport
+    return ctx

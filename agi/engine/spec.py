@@ -1,0 +1,80 @@
+"""The engine's door: everything a front end gives a run, once, in one immutable `RunSpec`
+(`agi.engine.open(spec)` builds the run from it; nothing is set on the run afterwards), and the
+Protocols of what it hands over: the view, the permission question, the files, the pool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agi.options.settings import Settings
+    from agi.policy.asking import AskRequest
+    from agi.providers.cost import Meter
+    from agi.sessions.session import Session
+
+
+class View(Protocol):
+    """Where a run's events and warnings go (agi.frontends.views.terminal: Silent, Terminal)."""
+
+    def handle(self, event: Any) -> None: ...
+    def warn(self, text: str) -> None: ...
+    def sandbox(self, label: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class Ask(Protocol):
+    """The front end's permission question (agi.policy.asking): one of its ANSWERS, or None
+    when no one can be asked."""
+
+    def __call__(self, request: AskRequest) -> str | None: ...
+
+
+class Files(Protocol):
+    """Where Read, Write and Edit read and write when not the disk: an editor's buffers
+    (`fs/read_text_file` for ACP); `reads`/`writes` say which of them go through it."""
+
+    reads: bool
+    writes: bool
+
+    def read(self, path: str) -> str: ...
+    def write(self, path: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionChoice:
+    """The session a run opens: `path` (None: a new one under AGI_HOME), the last one used
+    (`cont`, `-c`), a copy of `fork` made at `path` first (`--fork`), or one the front end has
+    opened and holds locked itself (`held`: Neovim; it also saves that session's usage).
+    `compact`: the session must already hold a conversation (`--compact`)."""
+
+    path: Path | None = None
+    cont: bool = False
+    fork: Path | None = None
+    held: Session | None = None
+    compact: bool = False
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a front end gives the engine to open a run with (docs/python.md, "The door")."""
+
+    settings: Settings  # resolved options: defaults < config file < environment < front end
+    cwd: str | None = None  # where tools and hooks run (None: this process's directory)
+    view: View | None = None  # None: the terminal view on stderr when a person watches
+    ask: Ask | None = None  # None: the y/N question on the terminal, when there is one
+    mode: str | None = None  # a permission mode a front end chose (ACP), over the settings'
+    default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
+    files: Files | None = None  # None: the disk
+    pool: Any = None  # agi.providers.wire.Pool: HTTP clients and backoff shared by runs
+    meter: Meter | None = None  # None: the run's own; else one that also keeps a shared budget
+    saved: int = 0  # the meter's calls already added to the session's meta.json
+    on_child_event: Callable[[Any], None] | None = None  # subagents' events (ACP)
+    on_transport: Callable[[Any], None] | None = None  # told of every transport (Neovim)
+    interactive: bool = False  # a person takes turns (REPL, editor): --timeout is per turn
+    session: SessionChoice = field(default_factory=SessionChoice)
+    session_start: bool = True  # SessionStart hooks when the run opens (not for --compact)
+    record: Mapping[str, Any] = field(default_factory=dict)  # more fields of the run record
+    started: float | None = None  # time.monotonic() the run's --timeout counts from
