@@ -1,27 +1,34 @@
 """Anthropic's Messages API, the second wire protocol beside chat completions: the endpoint, the
 request body (built from the content blocks `agi.providers.anthropic_convert` makes of an
 OpenAI-format conversation; cache breakpoints, max_tokens, thinking), the stream decoder and the
-error map. HTTP, retries, deadlines, the idle limit, cancel and the trace are `Transport`'s.
+error map, gathered in `AnthropicMessages`, the protocol object (`agi.providers.wire.Wire`) an
+exchange speaks for the `anthropic` provider. HTTP, retries, deadlines, the idle limit, cancel
+and the trace are the exchange's (`agi.providers.transport.Exchange`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta
 from agi.providers.anthropic_convert import THINKING, Memo, to_messages, to_tool, to_tool_choice
+from agi.providers.chat import amended, read_events
 from agi.providers.endpoint import headers, root
 from agi.providers.errors import RETRYABLE_STATUS, error_message, error_status, provider_error
 from agi.providers.stream import CallBuilder, StreamAssembler, as_text
-from agi.providers.transport import Event, Transport
 from agi.providers.usage import messages_usage
+
+if TYPE_CHECKING:
+    from agi.options.config import ModelConfig
+    from agi.providers.wire import Event, Received
 
 API_VERSION = "2023-06-01"
 CACHE = {"type": "ephemeral"}
 ANSWER = "answer"  # the tool --schema forces, so the JSON comes as the tool's input
+ANSWER_DESCRIPTION = "Give the answer: its input is the JSON asked for."
 
 # a subagent file's `model: sonnet|opus|haiku` under a parent that speaks Anthropic
 CLAUDE_MODELS = {"opus": "claude-opus-5", "sonnet": "claude-sonnet-5", "haiku": "claude-haiku-4-5"}
@@ -141,8 +148,7 @@ def answer_tool(response_format: Any, thinking: bool) -> dict[str, Any] | None:
     schema = (response_format.get("json_schema") or {}).get("schema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return None
-    description = "Give the answer: its input is the JSON asked for."
-    fn = {"name": ANSWER, "description": description, "parameters": schema}
+    fn = {"name": ANSWER, "description": ANSWER_DESCRIPTION, "parameters": schema}
     return {"type": "function", "function": fn}
 
 
@@ -298,48 +304,56 @@ class MessagesAssembler(StreamAssembler):
             self.usage = messages_usage(self.usage_fields)
 
 
-class AnthropicMessages(Transport):
-    """`Transport` speaking the Messages API: `POST {base}/v1/messages`, x-api-key."""
+class AnthropicMessages:
+    """The Messages API as an exchange speaks it (agi.providers.wire.Wire): `POST
+    {base}/v1/messages` with x-api-key, streamed as server-sent events; a `response_format`
+    (--schema) becomes a forced `answer` tool whose input is returned as the reply's text."""
+
+    conversation = "messages"
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self.memo: Memo = {}  # each message converted once, from request to request
 
     @property
     def url(self) -> str:
         return messages_url(self.config.base_url)
 
-    def request_headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         auth = {"x-api-key": self.config.api_key} if self.config.api_key else {}
         return headers(auth, **{"anthropic-version": API_VERSION})
 
-    def assembler(self) -> StreamAssembler:
-        return MessagesAssembler()
-
-    def payload(
+    def body(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
-        params = {**self.config.params, **extra}
-        memo = self.__dict__.setdefault("_memo", {})  # each message converted once
-        limit = self.config.max_tokens
-        return request_body(self.config.model, messages, tools, params, limit, memo)
-
-    def error_from(self, status: int, body: Any) -> ProviderError:
-        return anthropic_error(body, status)
-
-    def stream(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        mark: dict[str, Any] | None = None,
-        **extra: Any,
-    ) -> Generator[Event, None, Reply]:
-        """As Transport's; a `response_format` (--schema) becomes a forced `answer` tool whose
-        input is returned as the reply's text."""
         forced = answer_tool(
             extra.pop("response_format", None), thinking_on({**self.config.params, **extra})
         )
-        if forced is None:
-            return (yield from super().stream(messages, tools, mark, **extra))
-        extra["tool_choice"] = {"type": "tool", "name": ANSWER}
-        reply = yield from super().stream(messages, [*tools, forced], mark, **extra)
-        answer = next((c for c in reply.tool_calls if c.name == ANSWER), None)
+        if forced is not None:
+            extra["tool_choice"] = {"type": "tool", "name": ANSWER}
+            tools = [*tools, forced]
+        params = {**self.config.params, **extra}
+        limit = self.config.max_tokens
+        return request_body(self.config.model, messages, tools, params, limit, self.memo)
+
+    def decoder(self) -> StreamAssembler:
+        return MessagesAssembler()
+
+    def read(self, response: Received, decoder: StreamAssembler) -> Iterator[Event]:
+        return read_events(response, decoder)
+
+    def error(self, status: int, body: Any) -> ProviderError:
+        return anthropic_error(body, status)
+
+    def amend(self, body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+        return amended(body, error)  # chat's rules: a server's own refusals, whatever the API
+
+    def reply(self, reply: Reply, body: dict[str, Any]) -> Reply:
+        forced = any(
+            t.get("name") == ANSWER and t.get("description") == ANSWER_DESCRIPTION
+            for t in body.get("tools") or []
+        )
+        answer = next((c for c in reply.tool_calls if c.name == ANSWER), None) if forced else None
         if answer is not None:
             reply.text, reply.tool_calls, reply.finish_reason = answer.arguments, [], "stop"
         return reply

@@ -1,20 +1,24 @@
 """OpenAI-compatible chat completions, the wire protocol most providers speak: the endpoint, the
-request body, the stream decoder, the error map and the requests resent at once after a refusal.
-`agi.providers.transport.Transport` speaks it; the other protocols override what differs."""
+request body, the stream decoder, the error map and the requests resent at once after a refusal,
+gathered in `ChatCompletions`, the protocol object (`agi.providers.wire.Wire`) an exchange
+(`agi.providers.transport.Exchange`) speaks when given no other. `read_events` reads the server-sent
+events the Messages API and fill-in-the-middle completions stream too."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.messages import ReasoningDelta, TextDelta, wire_message
+from agi.messages import ReasoningDelta, Reply, TextDelta, wire_message
 from agi.providers.endpoint import bearer, headers
 from agi.providers.errors import error_status, provider_error
-from agi.providers.stream import StreamAssembler, as_text
+from agi.providers.stream import StreamAssembler, as_text, iter_sse, parse_json
 from agi.providers.usage import parse_usage
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
+    from agi.providers.wire import Event, Received
 
 OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
 LIMITS = ("max_tokens", "max_completion_tokens")  # the reply's length, by either name
@@ -67,6 +71,60 @@ def amended(body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None
     return None
 
 
+class ChatCompletions:
+    """`POST {base}/chat/completions` with a bearer key, streamed as server-sent events."""
+
+    conversation = "messages"
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+
+    @property
+    def url(self) -> str:
+        return url(self.config)
+
+    def headers(self) -> dict[str, str]:
+        return request_headers(self.config)
+
+    def body(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
+    ) -> dict[str, Any]:
+        return request_body(self.config, messages, tools, **extra)
+
+    def decoder(self) -> StreamAssembler:
+        return ChatAssembler()
+
+    def read(self, response: Received, decoder: StreamAssembler) -> Iterator[Event]:
+        return read_events(response, decoder)
+
+    def error(self, status: int, body: Any) -> ProviderError:
+        return provider_error(status, body)
+
+    def amend(self, body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+        return amended(body, error)
+
+    def reply(self, reply: Reply, body: dict[str, Any]) -> Reply:
+        return reply
+
+
+def read_events(response: Received, decoder: StreamAssembler) -> Iterator[Event]:
+    """Server-sent events up to `[DONE]` (or the end of a stream that gave its finish reason),
+    or one whole completion from a server that ignores stream=true."""
+    if "json" in response.content_type:
+        yield from decoder.feed(parse_json(response.text()))
+        return
+    for event, data in iter_sse(response.lines()):
+        if data.strip() == "[DONE]":
+            return
+        yield from decoder.feed(parse_json(data), event)
+    if decoder.finish_reason is None:  # [DONE] may be missing, but not both
+        raise ProviderError(
+            "the stream ended early (the connection closed before a finish_reason or [DONE])",
+            retryable=True,
+            empty=not decoder.chunks,
+        )
+
+
 class ChatAssembler(StreamAssembler):
     """Chat completion chunks (`choices[].delta`), or one whole completion (`choices[].message`)
     from a server that ignored stream=true; an `error` in a chunk ends the stream."""
@@ -101,7 +159,8 @@ class ChatAssembler(StreamAssembler):
         content = delta.get("content")
         if isinstance(content, str) and content:
             out += self._emit(*self.think.feed(content))
-        for pos, tc in enumerate(delta.get("tool_calls") or []):
+        calls = delta.get("tool_calls")
+        for pos, tc in enumerate(calls if isinstance(calls, list) else []):  # a list, or nothing
             if isinstance(tc, dict):
                 self._tool_delta(pos, tc)
         return out

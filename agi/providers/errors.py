@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agi.options.config import ModelConfig
 
 RETRYABLE_STATUS = {408, 409, 429} | set(range(500, 600))
+MAX_RETRY_WAIT = 60.0  # seconds: a longer retry-after is not waited out, the request fails
 MESSAGE_LIMIT = 300  # characters of a provider's message in agi's one line
 NOISE = re.compile(r"^(Traceback \(most recent call last\)|[\^~ ]+$|For further information visit)")
 FRAME = re.compile(r'^File "[^"]*", line \d+')  # a traceback's frame (llama-cpp-python's 500s)

@@ -3,27 +3,29 @@
 The request shapes: OpenAI-compatible `/v1/completions` with `prompt` and `suffix` (Ollama,
 DeepSeek's beta endpoint), llama.cpp's `/infill`, Mistral's `/v1/fim/completions`, and for any
 other model a chat request with a fill-in-the-middle instruction whose reply is cleaned up (code
-fences, a repeated line). All of them go through `Transport`: its client, headers, retries,
-deadline, idle limit and `cancel()`; only the URL, the body and the chunk decoder differ.
+fences, a repeated line). Each shape is a `FimCompletions` protocol object (agi.providers.wire.Wire)
+over an exchange (`agi.providers.transport.Exchange`): its client, headers, retries, deadline,
+idle limit and `cancel()`; only the URL, the body and the chunk decoder differ from chat's.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from agi.providers.chat import ChatAssembler
+from agi.providers.chat import ChatAssembler, ChatCompletions
 from agi.providers.endpoint import root
 from agi.providers.stream import StreamAssembler
-from agi.providers.transport import Transport
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
     from agi.options.settings import Settings
+    from agi.providers.transport import Exchange
 
 CHOICES = ("auto", "completions", "infill", "chat")  # suggest.fim; "mistral" is chosen by auto
 DEADLINE = 30.0  # seconds one suggestion may take, retries included
@@ -57,18 +59,21 @@ def endpoint(kind: str, model: ModelConfig) -> str:
     return base + "/completions"
 
 
-class FimTransport(Transport):
-    """`Transport` for one fill-in-the-middle shape: another URL, body and chunk decoder."""
+class FimCompletions(ChatCompletions):
+    """One fill-in-the-middle shape as an exchange speaks it: chat completions' headers, errors
+    and stream, another URL, body and chunk decoder. The body has no conversation to trace."""
 
-    def __init__(self, config: ModelConfig, kind: str, **kwargs: Any):
-        super().__init__(config, **kwargs)
+    conversation = ""
+
+    def __init__(self, config: ModelConfig, kind: str):
+        super().__init__(config)
         self.kind = kind
 
     @property
     def url(self) -> str:
         return endpoint(self.kind, self.config)
 
-    def payload(
+    def body(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
         prefix, suffix = str(extra.pop("prefix", "")), str(extra.pop("suffix", ""))
@@ -87,11 +92,16 @@ class FimTransport(Transport):
         body.update(extra)  # suggest.params
         return body
 
-    def assembler(self) -> StreamAssembler:
+    def decoder(self) -> StreamAssembler:
         return FimAssembler(self.kind)
 
-    def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
-        return {"body": body}  # no conversation to abbreviate
+
+def fim_exchange(config: ModelConfig, kind: str) -> Exchange:
+    """An exchange for one fill-in-the-middle shape (`choose`), untraced: a suggestion per
+    keystroke keeps no session."""
+    from agi.providers.transport import Exchange
+
+    return Exchange(config, protocol=FimCompletions(config, kind))
 
 
 class FimAssembler(ChatAssembler):
@@ -135,8 +145,13 @@ def as_chat_chunk(chunk: dict[str, Any], kind: str) -> dict[str, Any]:
 # --- the chat fallback ----------------------------------------------------------------------
 
 
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any run of backticks in the text, so it cannot close early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def chat_messages(request: dict[str, Any]) -> list[dict[str, str]]:
-    from agi.frontends.nvim.edit import fence_for
     from agi.prompts import sections
 
     texts = sections("suggest.md")
@@ -203,7 +218,7 @@ class Completer:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.loaded: dict[str, tuple[Any, Settings]] = {}  # by options: (config stamp, settings)
-        self.idle: dict[tuple[str, str], list[Transport]] = {}  # by (options, kind)
+        self.idle: dict[tuple[str, str], list[Exchange]] = {}  # by (options, kind)
 
     def settings(self, options: dict[str, Any]) -> tuple[str, Settings]:
         """The settings for the request's options, and the key they are kept under."""
@@ -228,19 +243,19 @@ class Completer:
             transport.close()
         return key, settings
 
-    def take(self, key: str, kind: str, settings: Settings) -> Transport:
+    def take(self, key: str, kind: str, settings: Settings) -> Exchange:
         with self.lock:
             idle = self.idle.get((key, kind))
             if idle:
                 return idle.pop()
         if kind != "chat":
-            return FimTransport(settings.model, kind)
+            return fim_exchange(settings.model, kind)
         from agi.providers.protocols import transport_for
 
         # suggestions keep no session: nothing is traced per keystroke
         return transport_for(settings.model, home=settings.home, windows=settings.window.windows)
 
-    def give(self, key: str, kind: str, transport: Transport) -> None:
+    def give(self, key: str, kind: str, transport: Exchange) -> None:
         with self.lock:
             idle = self.idle.setdefault((key, kind), [])
             if len(idle) < 2:
@@ -252,7 +267,7 @@ class Completer:
         self,
         request: dict[str, Any],
         show: Callable[[str], None],
-        attach: Callable[[Transport], None],
+        attach: Callable[[Exchange], None],
     ) -> str:
         """Stream one suggestion, telling `show` the text so far; return the final text."""
         options = request.get("options") or {}

@@ -10,27 +10,29 @@ as the conversation does (each change reloads the model, so it moves seldom, nev
 run, and starts from the size already loaded), capped by the model's window as compaction
 sees it (`agi.context.windows.window_for`: the config, the built-in table, a Modelfile's
 `num_ctx`, else the model's maximum from `POST /api/show`). The config's `max_tokens` is sent as
-`options.num_predict`. This module holds the protocol whole: endpoint, body, decoder, errors.
+`options.num_predict`. This module holds the protocol whole: endpoint, body, decoder, errors,
+in `OllamaChat`, the protocol object an exchange (`agi.providers.transport.Exchange`) speaks.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.messages import wire_message
+from agi.messages import Reply, wire_message
+from agi.providers import chat
 from agi.providers.endpoint import root
 from agi.providers.errors import provider_error
-from agi.providers.stream import StreamAssembler
-from agi.providers.transport import Event, Transport
+from agi.providers.stream import StreamAssembler, parse_json
 from agi.providers.usage import parse_usage
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    import httpx
+    from agi.options.config import ModelConfig
+    from agi.providers.wire import Event, Received
 
 DEFAULT_CONTEXT = 4096  # Ollama's default num_ctx below 24 GiB of VRAM (docs/context-length)
 SMALLEST_STEP = 8192
@@ -135,18 +137,19 @@ class OllamaAssembler(StreamAssembler):
         return out
 
 
-class OllamaChat(Transport):
-    """The `ollama` provider: /api/chat with `num_ctx` sized so the request fits."""
+class OllamaChat:
+    """The `ollama` provider's protocol object (agi.providers.wire.Wire): /api/chat, its
+    answer as newline-delimited JSON, with `num_ctx` sized so the request fits."""
+
+    conversation = "messages"
 
     def __init__(
         self,
-        config: Any,
-        *args: Any,
+        config: ModelConfig,
         home: Path | None = None,
         windows: dict[str, Any] | None = None,
-        **kwargs: Any,
     ):
-        super().__init__(config, *args, **kwargs)
+        self.config = config
         self.home, self.windows = home, windows
         self.num_ctx: int | None = None  # what this run has asked for; never lowered
         self.loaded: int | None = None  # the context the server has the model loaded with
@@ -157,7 +160,10 @@ class OllamaChat(Transport):
     def url(self) -> str:
         return root(self.config.base_url) + "/api/chat"
 
-    def payload(
+    def headers(self) -> dict[str, str]:
+        return chat.request_headers(self.config)
+
+    def body(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
         from agi.context.estimate import estimate
@@ -217,21 +223,27 @@ class OllamaChat(Transport):
             )
         return self.cap
 
-    def assembler(self) -> StreamAssembler:
+    def decoder(self) -> StreamAssembler:
         return OllamaAssembler()
 
-    def _read_body(
-        self, resp: httpx.Response, asm: StreamAssembler
-    ) -> Generator[Event, None, None]:
+    def read(self, response: Received, decoder: StreamAssembler) -> Iterator[Event]:
         """Newline-delimited JSON (or one object when the server does not stream)."""
-        for line in self._lines(resp):
+        for line in response.lines():
             if line.strip():
-                yield from asm.feed(self._json(line))
-        self._check_cancelled()
-        if asm.finish_reason is None:
+                yield from decoder.feed(parse_json(line))
+        if decoder.finish_reason is None:
             raise ProviderError(
                 "the stream ended early (the connection closed before `done`)", retryable=True
             )
+
+    def error(self, status: int, body: Any) -> ProviderError:
+        return provider_error(status, body)
+
+    def amend(self, body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
+        return chat.amended(body, error)
+
+    def reply(self, reply: Reply, body: dict[str, Any]) -> Reply:
+        return reply
 
 
 def _format(response_format: dict[str, Any]) -> Any:

@@ -1,6 +1,8 @@
-"""Which wire protocol a provider speaks, and the transport that speaks it, built from the model's
-config alone: a session is not needed (its `trace` is one callable among the options), so Neovim's
-suggestions and any other front end build transports the same way as a run does."""
+"""Which wire protocol a provider speaks, and the transport that speaks it: one exchange
+(`agi.providers.transport.Exchange`, the HTTP part) with that protocol's object (agi.providers.
+wire.Wire), built from the model's config alone: a session is not needed (its `trace` is one
+callable among the options), so Neovim's suggestions and any other front end build transports
+the same way as a run does. A new protocol is one more object here, the exchange unchanged."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ if TYPE_CHECKING:
     from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
-    from agi.providers.wire import Pool
+    from agi.providers.wire import Pool, Wire
 
 
 def protocol(provider: str) -> str:
@@ -59,18 +61,32 @@ def transport_for(
     (a session's trace, or nothing); `home` and `windows` (the config's context windows) let
     Ollama size its context; `pool` lends the HTTP client and keeps one backoff per endpoint
     for the runs that share it. A provider that needs a key and has none: ConfigError (exit 2)."""
-    from agi.providers.transport import Transport
+    from agi.providers.transport import Exchange
 
+    return Exchange(
+        model,
+        trace,
+        deadline,
+        timeout,
+        meter,
+        pool,
+        protocol=wire_for(model, home=home, windows=windows),
+    )
+
+
+def wire_for(
+    model: ModelConfig, home: Path | None = None, windows: dict[str, Any] | None = None
+) -> Wire:
+    """The protocol object for `model`'s provider (see `protocol`)."""
     kind = protocol(model.provider)
-    pool = pool if pool is not None else Transport.shared
-    options: dict[str, Any] = {"deadline": deadline, "timeout": timeout, "meter": meter}
-    options["pool"] = pool
     if kind == "messages":
         from agi.providers.anthropic import AnthropicMessages
 
-        return AnthropicMessages(model, trace, **options)
+        return AnthropicMessages(model)
     if kind == "ollama":
         from agi.providers.ollama import OllamaChat
 
-        return OllamaChat(model, trace, home=home, windows=windows, **options)
-    return Transport(model, trace, **options)
+        return OllamaChat(model, home=home, windows=windows)
+    from agi.providers.chat import ChatCompletions
+
+    return ChatCompletions(model)

@@ -4,7 +4,8 @@ state every stream decoder shares (text, reasoning, tool calls, usage, the final
 Pure functions and small state machines with no I/O, so every recorded provider stream can be
 replayed through them. Each wire protocol's own decoder is a StreamAssembler in its module
 (`agi.providers.chat`, `agi.providers.anthropic`, `agi.providers.ollama`);
-`agi.providers.transport` does the HTTP part.
+each protocol object (`agi.providers.wire.Wire`) frames the response into chunks for it and
+`agi.providers.transport.Exchange` does the HTTP part.
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
             event = value
     if data:
         yield event or "message", "\n".join(data)
+
+
+def parse_json(text: str) -> Any:
+    """One chunk (an SSE event's data, an NDJSON line, a whole body) as JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ProviderError(f"malformed response from the provider: {text[:200]!r}") from e
 
 
 class ThinkSplitter:

@@ -1,10 +1,13 @@
 """One model exchange over httpx, whatever the wire protocol: the client, streaming, retries,
 deadlines, the idle limit, cancel, metering and the trace.
 
-`Transport` speaks OpenAI-compatible chat completions (`agi.providers.chat`); another protocol
-(`agi.providers.anthropic`, `agi.providers.ollama`, Neovim's fill-in-the-middle) overrides the
-wire hooks at the end of the class: the endpoint, the headers, the body, the decoder, the error
-map and the request resent after a refusal. What an error means is `agi.providers.errors`'s."""
+`Exchange` is the HTTP part alone, as httpx's transports are; what goes over it is one small
+wire-protocol object (`agi.providers.wire.Wire`) in the protocol's own module: `ChatCompletions`
+(agi.providers.chat, the default), `AnthropicMessages`, `OllamaChat`, `FimCompletions`. It gives
+the endpoint, the headers, the body, the decoder, the error map, the request resent after a
+refusal and the reply as returned; `agi.providers.protocols.transport_for` picks it. HTTP clients
+and the backoff after a 429 come from a pool when one is passed (`agi.providers.pool`). What an
+error means is `agi.providers.errors`'s."""
 
 from __future__ import annotations
 
@@ -12,28 +15,25 @@ import json
 import socket
 import threading
 import time
-import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import Cancelled, ProviderError, TimeLimit
-from agi.messages import Notice, ReasoningDelta, Reply, TextDelta, Usage
-from agi.providers import chat
+from agi.messages import Notice, Reply, Usage
 from agi.providers.endpoint import require_key
-from agi.providers.errors import http_error, provider_error, unreachable
-from agi.providers.stream import StreamAssembler, iter_sse, sse_lines
+from agi.providers.errors import MAX_RETRY_WAIT, http_error, unreachable
+from agi.providers.stream import StreamAssembler, sse_lines
 from agi.providers.usage import header_cost
+from agi.providers.wire import Event
 
 if TYPE_CHECKING:
     import httpx
 
     from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
-    from agi.providers.wire import Pool
+    from agi.providers.wire import Pool, Wire
 
 ATTEMPTS = 3
-MAX_RETRY_WAIT = 60.0
-Event = TextDelta | ReasoningDelta | Notice
 
 
 def backoff(attempt: int) -> float:
@@ -58,38 +58,10 @@ def failure_record(
     }
 
 
-def lazy_tls_transport() -> httpx.BaseTransport:
-    """httpx's transport, but TLS is set up on the first https request: loading the CA
-    certificates costs 20-40 ms per run, wasted on a plain-http endpoint (a local model)."""
-    import httpx
-
-    class LazyTLS(httpx.BaseTransport):
-        def __init__(self) -> None:
-            self.plain = httpx.HTTPTransport(verify=False)  # only ever given http:// URLs
-            self.tls: httpx.HTTPTransport | None = None
-
-        def handle_request(self, request: httpx.Request) -> httpx.Response:
-            if request.url.scheme == "http":
-                return self.plain.handle_request(request)
-            if self.tls is None:
-                self.tls = httpx.HTTPTransport()
-            return self.tls.handle_request(request)
-
-        def close(self) -> None:
-            self.plain.close()
-            if self.tls is not None:
-                self.tls.close()
-
-    return LazyTLS()
-
-
-class Transport:
+class Exchange:
     """Streams one model reply per call; the caller owns the conversation. Built from a model's
-    config alone (a trace callable, a deadline and a meter are optional): no session needed."""
-
-    # Until a run's specification carries the pool, agi --batch and the MCP server set this and
-    # transport_for() passes it as `pool` when given none; the exchange itself reads only `pool`.
-    shared: Pool | None = None
+    config alone (chat completions unless given another `protocol`; a trace callable, a
+    deadline, a meter and a pool are optional): no session needed."""
 
     def __init__(
         self,
@@ -99,8 +71,15 @@ class Transport:
         timeout: float | None = None,
         meter: Meter | None = None,
         pool: Pool | None = None,
+        *,
+        protocol: Wire | None = None,
     ):
         require_key(config)  # exit 2 naming the variable, before anything is sent
+        if protocol is None:
+            from agi.providers.chat import ChatCompletions
+
+            protocol = ChatCompletions(config)
+        self.protocol = protocol
         self.config = config
         self.meter = meter  # every call's usage and cost, and the --max-cost budget
         self.trace = trace or (lambda record: None)
@@ -109,18 +88,23 @@ class Transport:
         self.pool = pool  # HTTP clients and the backoff shared with other runs, or None
         self._client: httpx.Client | None = None
         self._previous: dict[str, Any] = {}  # the last request's body, for the trace
-        self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self._busy = False  # a request is in flight (sent, its answer not yet read to the end)
         self.cancelled = threading.Event()
-        self.headers = self.request_headers()  # the same for every request
+        self.headers = protocol.headers()  # the same for every request
+
+    @property
+    def url(self) -> str:
+        return self.protocol.url
 
     @property
     def client(self) -> httpx.Client:
+        """The HTTP client: borrowed from the pool, or this exchange's own."""
         if self._client is None and self.pool is not None:
             self._client = self.pool.client()  # given back by close(), for the next run
         if self._client is None:
-            import httpx
+            from agi.providers.pool import new_client
 
-            self._client = httpx.Client(follow_redirects=True, transport=lazy_tls_transport())
+            self._client = new_client()
         return self._client
 
     def close(self) -> None:
@@ -130,30 +114,20 @@ class Transport:
         elif client is not None:
             client.close()
 
-    def keep_connections(self) -> None:
-        """Forget the connections seen so far, so that cancel() leaves them open: a run that
-        ended well gives its client, connections and all, back to a shared pool (MCP server)."""
-        self._sockets.clear()
-
     def cancel(self) -> None:
         """From any thread: end the exchange in progress at once and send no more requests.
 
-        Shutting the socket down wakes a read that is waiting on a silent server.
+        Shutting the client's sockets down wakes a read that is waiting on a silent server; an
+        exchange not in flight leaves them open (a pool lends its client on, connections kept).
         """
         self.cancelled.set()
-        for sock in list(self._sockets):
+        if not self._busy:
+            return
+        for sock in list(getattr(self._client, "sockets", ())):
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-
-    def _watch_connection(self, event: str, info: dict[str, Any]) -> None:
-        """httpcore's trace extension: remember each socket, so cancel() can shut it down."""
-        if event.endswith("connect_tcp.complete") or event.endswith("start_tls.complete"):
-            stream = info.get("return_value")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if sock is not None:
-                self._sockets.add(sock)
 
     def _check_cancelled(self) -> None:
         if self.cancelled.is_set():
@@ -179,12 +153,13 @@ class Transport:
         `extra` goes into the request body (e.g. response_format, stop); `mark` into the trace
         records of this exchange (e.g. {"ghost": True}).
         """
-        body = self.payload(messages, tools, **extra)
+        body = self.protocol.body(messages, tools, **extra)
         trace = self.trace if not mark else lambda record: self.trace({**record, **mark})
         if self.meter is not None:  # before every model call: the budget may be spent
             self.meter.check(self.config.label, self.config.model, id(self))
         try:
-            return (yield from self._attempts(body, trace))
+            reply = yield from self._attempts(body, trace)
+            return self.protocol.reply(reply, body)
         finally:  # however the call ended, it is no longer in flight
             if self.meter is not None:
                 self.meter.release(id(self))
@@ -192,7 +167,7 @@ class Transport:
     def _attempts(self, body: dict[str, Any], trace: Any) -> Generator[Event, None, Reply]:
         """The call's attempts: what failed and may be retried is sent again."""
         for attempt in range(1, ATTEMPTS + 1):
-            asm = self.assembler()
+            asm = self.protocol.decoder()
             started = time.monotonic()
             trace({"type": "request", "attempt": attempt, "url": self.url, **self._traced(body)})
             try:
@@ -202,7 +177,7 @@ class Transport:
                 if self.pool is not None:  # a 429 pauses every run sending here, even when
                     asked = e.retry_after  # this one gives up (its last attempt, a long wait)
                     self.pool.hold(self.url, backoff(attempt) if asked is None else asked, e)
-                changed = self.amend(body, e) if attempt < ATTEMPTS else None
+                changed = self.protocol.amend(body, e) if attempt < ATTEMPTS else None
                 if changed is not None:
                     body = changed
                     continue
@@ -255,21 +230,24 @@ class Transport:
             self.meter.failed(self.config.label, self.config.model, id(self))
 
     def _traced(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The request as the trace keeps it. What this transport's previous request already
+        """The request as the trace keeps it. What this exchange's previous request already
         carried is not written again: `same` counts the leading messages (and flags the tools)
         that are as before, so a trace grows with the conversation rather than its square."""
+        key = self.protocol.conversation  # "messages"; a request with none is kept whole
         previous, self._previous = self._previous, body
-        messages, before = body["messages"], previous.get("messages", [])
+        messages, before = body.get(key) if key else None, previous.get(key) or []
+        if not isinstance(messages, list):
+            return {"body": body}
         kept, limit = 0, min(len(messages), len(before))
         while kept < limit and messages[kept] == before[kept]:
             kept += 1
-        same: dict[str, Any] = {"messages": kept} if kept else {}
+        same: dict[str, Any] = {key: kept} if kept else {}
         if body.get("tools") and body.get("tools") == previous.get("tools"):
             same["tools"] = True
         if not same:
             return {"body": body}
         short = {k: v for k, v in body.items() if k not in same}
-        return {"body": {**short, "messages": messages[kept:]}, "same": same}
+        return {"body": {**short, key: messages[kept:]}, "same": same}
 
     def _retry_wait(self, error: ProviderError, attempt: int, asm: StreamAssembler) -> float:
         """How long to wait before the next attempt; an error when that is not allowed."""
@@ -288,34 +266,6 @@ class Transport:
             ) from error
         return wait
 
-    # The wire hooks: chat completions here (agi.providers.chat); another protocol overrides them.
-
-    @property
-    def url(self) -> str:
-        return chat.url(self.config)
-
-    def request_headers(self) -> dict[str, str]:
-        """The headers of every request (built once, in __init__)."""
-        return chat.request_headers(self.config)
-
-    def payload(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
-    ) -> dict[str, Any]:
-        """The request body for a conversation; `extra` goes into it (and wins)."""
-        return chat.request_body(self.config, messages, tools, **extra)
-
-    def assembler(self) -> StreamAssembler:
-        """A fresh decoder for one response's chunks."""
-        return chat.ChatAssembler()
-
-    def amend(self, body: dict[str, Any], error: ProviderError) -> dict[str, Any] | None:
-        """The request to send at once instead of one that failed this way, or None."""
-        return chat.amended(body, error)
-
-    def error_from(self, status: int, body: Any) -> ProviderError:
-        """The error an HTTP error response's body (JSON, or text) stands for."""
-        return provider_error(status, body)
-
     def _timeouts(self) -> httpx.Timeout:
         import httpx
 
@@ -330,20 +280,16 @@ class Transport:
         if self.pool is not None:
             self.pool.wait(self.url, self.cancelled, self.deadline)
         self._check_deadline()
-        self._check_cancelled()
+        self._busy = True  # before the check: a cancel from here on shuts the sockets
         try:
+            self._check_cancelled()
             with self.client.stream(
-                "POST",
-                self.url,
-                json=body,
-                headers=self.headers,
-                timeout=self._timeouts(),
-                extensions={"trace": self._watch_connection},
+                "POST", self.url, json=body, headers=self.headers, timeout=self._timeouts()
             ) as resp:
                 if resp.status_code >= 400:
                     raise self._http_error(resp)
                 asm.provider_cost = header_cost(resp.headers)
-                yield from self._read_body(resp, asm)
+                yield from self.protocol.read(Answer(self, resp), asm)
                 yield from asm.flush()
                 return asm.finish()
         except httpx.TimeoutException as e:
@@ -356,31 +302,10 @@ class Transport:
         except httpx.HTTPError as e:
             self._check_cancelled()
             raise unreachable(self.url, str(e) or type(e).__name__, self.config) from e
+        finally:
+            self._busy = False
 
-    def _read_body(
-        self, resp: httpx.Response, asm: StreamAssembler
-    ) -> Generator[Event, None, None]:
-        """The response's chunks into the assembler: an event stream, or one whole completion
-        from a server that ignores stream=true."""
-        if "json" in resp.headers.get("content-type", ""):
-            yield from asm.feed(self._json(resp.read().decode("utf-8", "replace")))
-        else:
-            yield from self._read_sse(resp, asm)
-
-    def _read_sse(self, resp: httpx.Response, asm: StreamAssembler) -> Generator[Event, None, None]:
-        for event, data in iter_sse(self._lines(resp)):
-            if data.strip() == "[DONE]":
-                return
-            yield from asm.feed(self._json(data), event)
-        self._check_cancelled()  # a cancel shuts the socket: the stream ends here
-        if asm.finish_reason is None:  # [DONE] may be missing, but not both
-            raise ProviderError(
-                "the stream ended early (the connection closed before a finish_reason or [DONE])",
-                retryable=True,
-                empty=not asm.chunks,
-            )
-
-    def _lines(self, resp: httpx.Response) -> Generator[str, None, None]:
+    def lines(self, resp: httpx.Response) -> Generator[str, None, None]:
         """Response lines, checking the deadline and the idle limit even across keep-alives."""
         last_data = time.monotonic()
         for line in sse_lines(resp.iter_bytes()):
@@ -396,13 +321,7 @@ class Transport:
             else:
                 last_data = now
             yield line
-
-    @staticmethod
-    def _json(text: str) -> Any:
-        try:
-            return json.loads(text)
-        except ValueError as e:
-            raise ProviderError(f"malformed response from the provider: {text[:200]!r}") from e
+        self._check_cancelled()  # a cancel shuts the socket: the stream ends here
 
     def _http_error(self, resp: httpx.Response) -> ProviderError:
         raw = resp.read().decode("utf-8", "replace")
@@ -410,4 +329,21 @@ class Transport:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw.strip() or resp.reason_phrase
-        return http_error(self.error_from(resp.status_code, body), raw, resp.headers)
+        return http_error(self.protocol.error(resp.status_code, body), raw, resp.headers)
+
+
+class Answer:
+    """A 2xx response as a protocol reads it (agi.providers.wire.Received)."""
+
+    def __init__(self, exchange: Exchange, response: httpx.Response):
+        self.exchange, self.response = exchange, response
+        self.content_type = response.headers.get("content-type", "")
+
+    def lines(self) -> Iterator[str]:
+        return self.exchange.lines(self.response)
+
+    def text(self) -> str:
+        return self.response.read().decode("utf-8", "replace")
+
+
+Transport = Exchange  # the name the engine, the front ends and the tests import

@@ -19,7 +19,6 @@ from agi.errors import ProviderError
 from agi.messages import Notice, ReasoningDelta, TextDelta, wire_message
 from agi.options.config import PROVIDERS, ModelConfig
 from agi.providers.anthropic import (
-    AnthropicMessages,
     MessagesAssembler,
     add_cache_breakpoints,
     claude_model,
@@ -29,6 +28,7 @@ from agi.providers.anthropic import (
     to_messages,
     to_tool_choice,
 )
+from agi.providers.protocols import transport_for
 from agi.providers.stream import iter_sse, sse_lines
 from agi.providers.transport import Transport
 
@@ -206,9 +206,7 @@ def check(reply: Any, events: list[Any], want: dict[str, Any]) -> None:
 def test_recorded_stream_over_http(name: str) -> None:
     data = sse_bytes(FIXTURES / name)
     with FakeModel(raw(data)) as server:
-        reply, events = run(
-            AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}]
-        )
+        reply, events = run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     check(reply, events, EXPECTED[name])
     assert server.paths == ["/v1/messages"]
 
@@ -237,9 +235,7 @@ def test_recorded_stream_byte_by_byte_over_http(name: str) -> None:
     data = sse_bytes(FIXTURES / name)
     step = {"kind": "sse", "frames": [data[i : i + 1] for i in range(len(data))], "delay": 0.0}
     with FakeModel(step) as server:
-        reply, events = run(
-            AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}]
-        )
+        reply, events = run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     check(reply, events, EXPECTED[name])
 
 
@@ -248,7 +244,7 @@ def test_recorded_stream_byte_by_byte_over_http(name: str) -> None:
 
 def test_error_event_after_content_is_a_provider_error_and_not_retried() -> None:
     with FakeModel(raw(sse_bytes(A / "error_midstream.sse")), anthropic_text("late")) as server:
-        transport = AnthropicMessages(config(server.url))
+        transport = transport_for(config(server.url))
         events: list[Any] = []
         with pytest.raises(ProviderError) as caught:
             for event in transport.stream([{"role": "user", "content": "hi"}], []):
@@ -262,9 +258,7 @@ def test_error_event_after_content_is_a_provider_error_and_not_retried() -> None
 def test_overloaded_error_event_before_content_is_retried() -> None:
     script = (raw(sse_bytes(A / "error_before_content.sse")), anthropic_text("fine now"))
     with FakeModel(*script) as server:
-        reply, events = run(
-            AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}]
-        )
+        reply, events = run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     assert reply.text == "fine now"
     assert len(server.requests) == 2
     assert any(isinstance(e, Notice) and "overloaded_error" in e.text for e in events)
@@ -275,9 +269,7 @@ def test_529_overloaded_is_retried_after_retry_after() -> None:
     headers = {"retry-after": recorded["headers"]["retry-after"]}
     with FakeModel(status(529, recorded["body"], headers), anthropic_text("ok")) as server:
         started = time.monotonic()
-        reply, events = run(
-            AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}]
-        )
+        reply, events = run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     assert reply.text == "ok" and len(server.requests) == 2
     assert time.monotonic() - started >= 0.9  # retry-after: 1 honoured
     notice = next(e.text for e in events if isinstance(e, Notice))
@@ -290,7 +282,7 @@ def test_429_three_times_is_a_provider_error_naming_the_type() -> None:
         FakeModel(status(429, body, {"retry-after": "0"})) as server,
         pytest.raises(ProviderError) as caught,
     ):
-        run(AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}])
+        run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     assert len(server.requests) == 3
     assert caught.value.status == 429 and "rate_limit_error: slow down" in str(caught.value)
 
@@ -304,7 +296,7 @@ def test_400_is_not_retried_and_keeps_the_api_message() -> None:
         },
     }
     with FakeModel(status(400, body)) as server, pytest.raises(ProviderError) as caught:
-        run(AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}])
+        run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     assert len(server.requests) == 1 and caught.value.status == 400
     assert "prompt is too long" in str(caught.value)  # what compaction looks for
 
@@ -314,7 +306,7 @@ def test_idle_limit_applies() -> None:
     with FakeModel({"kind": "keepalive", "interval": 0.05}) as server:
         cfg.base_url, cfg.idle_timeout = server.url, 0.3
         with pytest.raises(ProviderError) as caught:
-            run(AnthropicMessages(cfg), [{"role": "user", "content": "hi"}])
+            run(transport_for(cfg), [{"role": "user", "content": "hi"}])
     assert "keep-alives" in str(caught.value)
 
 
@@ -325,7 +317,7 @@ def test_endpoint_headers_and_base_url_forms() -> None:
     with FakeModel(anthropic_text("a")) as server:
         root = server.url[: -len("/v1")]
         for base in (server.url, server.url + "/", root, root + "/"):
-            run(AnthropicMessages(config(base)), [{"role": "user", "content": "hi"}])
+            run(transport_for(config(base)), [{"role": "user", "content": "hi"}])
     assert server.paths == ["/v1/messages"] * 4
     headers = {k.lower(): v for k, v in server.headers[0].items()}
     assert headers["x-api-key"] == KEY
@@ -649,7 +641,7 @@ def test_tool_loop_with_thinking_caching_and_signatures(tmp_path: Path) -> None:
     )
     thinking = {"type": "enabled", "budget_tokens": 1024}
     with FakeModel(*script) as server:
-        transport = AnthropicMessages(config(server.url, thinking=thinking))
+        transport = transport_for(config(server.url, thinking=thinking))
         agent = calculator_agent(transport, tmp_path / "s")
         answer = ask(agent, "What is 6 times 7?")
     assert answer == "It is 42."
@@ -721,7 +713,7 @@ def test_session_from_anthropic_continued_with_openai_and_back(tmp_path: Path) -
         anthropic_calls(("calculate", {"expression": "2+2"}), thinking="Add.", signature="sig-1"),
         anthropic_text("4"),
     ) as server:
-        ask(calculator_agent(AnthropicMessages(config(server.url)), session), "2+2?")
+        ask(calculator_agent(transport_for(config(server.url)), session), "2+2?")
     with FakeModel(openai_call("calculate", expression="4*4"), openai_text("16")) as server:
         cfg = ModelConfig("openai", "gpt-4o-mini", server.url, "sk-openai")
         assert ask(calculator_agent(Transport(cfg), session), "and 4*4?") == "16"
@@ -732,8 +724,7 @@ def test_session_from_anthropic_continued_with_openai_and_back(tmp_path: Path) -
     assert server.requests[0]["messages"][2]["tool_calls"][0]["id"] == first_call["id"]
     with FakeModel(anthropic_text("Done.")) as server:
         assert (
-            ask(calculator_agent(AnthropicMessages(config(server.url)), session), "thanks")
-            == "Done."
+            ask(calculator_agent(transport_for(config(server.url)), session), "thanks") == "Done."
         )
     turns = server.requests[0]["messages"]
     assert [t["role"] for t in turns] == [
@@ -761,7 +752,7 @@ def test_session_from_openai_continued_with_anthropic(tmp_path: Path) -> None:
         ask(calculator_agent(Transport(cfg), session), "3*3?")
     with FakeModel(anthropic_text("Yes, 9.")) as server:
         cfg = config(server.url, thinking={"type": "enabled", "budget_tokens": 1024})
-        assert ask(calculator_agent(AnthropicMessages(cfg), session), "sure?") == "Yes, 9."
+        assert ask(calculator_agent(transport_for(cfg), session), "sure?") == "Yes, 9."
     body = server.requests[0]
     call = stored(session)[1]["tool_calls"][0]
     assert body["messages"][1]["content"] == [
@@ -777,7 +768,7 @@ def test_react_sends_stop_sequences() -> None:
     from agi.providers.react import ReactTransport
 
     with FakeModel(anthropic_text("Thought: easy.\nFinal Answer: 5", reason="end_turn")) as server:
-        chat = ReactTransport(AnthropicMessages(config(server.url)))
+        chat = ReactTransport(transport_for(config(server.url)))
         reply, _ = run(chat, [{"role": "user", "content": "2+3?"}], [])
     assert reply.text == "5"
     assert server.requests[0]["stop_sequences"] == ["Observation:"]
@@ -791,9 +782,7 @@ def test_schema_forces_an_answer_tool_or_falls_back_to_instructions() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     convo = [{"role": "user", "content": "pick a number"}]
     with FakeModel(anthropic_call("answer", n=7)) as server:
-        data = drain(
-            ghost_json(AnthropicMessages(config(server.url)), convo, schema, "JSON please")
-        )
+        data = drain(ghost_json(transport_for(config(server.url)), convo, schema, "JSON please"))
     assert data == {"n": 7}
     body = server.requests[0]
     assert body["tool_choice"] == {"type": "tool", "name": "answer"}
@@ -802,7 +791,7 @@ def test_schema_forces_an_answer_tool_or_falls_back_to_instructions() -> None:
     # thinking cannot be combined with a forced tool: the instructions must do
     with FakeModel(anthropic_text('{"n": 8}', thinking="hmm")) as server:
         cfg = config(server.url, thinking={"type": "enabled", "budget_tokens": 1024})
-        assert drain(ghost_json(AnthropicMessages(cfg), convo, schema, "JSON please")) == {"n": 8}
+        assert drain(ghost_json(transport_for(cfg), convo, schema, "JSON please")) == {"n": 8}
     assert "tools" not in server.requests[0] and "response_format" not in server.requests[0]
 
 
@@ -820,7 +809,7 @@ def test_a_whole_message_from_a_server_ignoring_stream() -> None:
         "usage": {"input_tokens": 5, "output_tokens": 7},
     }
     with FakeModel(raw(json.dumps(message).encode(), "application/json")) as server:
-        reply, _ = run(AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}])
+        reply, _ = run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     assert reply.text == "Calling." and reply.finish_reason == "tool_calls"
     assert [(c.id, c.parse_arguments()) for c in reply.tool_calls] == [
         ("toolu_9", {"command": "ls"})
@@ -853,7 +842,7 @@ def test_events_written_by_hand_stream_as_reasoning_and_text() -> None:
         {"type": "message_stop"},
     ]
     with FakeModel(anthropic_events(events)) as server:
-        reply, _ = run(AnthropicMessages(config(server.url)), [{"role": "user", "content": "hi"}])
+        reply, _ = run(transport_for(config(server.url)), [{"role": "user", "content": "hi"}])
     assert reply.text == "One.\n\nTwo." and reply.finish_reason == "length"
 
 

@@ -43,7 +43,8 @@ def collect(server: FakeModel, name: str = ""):
     """One exchange with the fake server; a recorded Messages API stream is read as Anthropic's
     (each protocol has its own decoder: nothing guesses the protocol from a chunk)."""
     if name.startswith("anthropic_messages"):
-        transport: Transport = AnthropicMessages(ModelConfig("anthropic", "m", server.url, "k"))
+        config = ModelConfig("anthropic", "m", server.url, "k")
+        transport = Transport(config, protocol=AnthropicMessages(config))
     else:
         transport = Transport(ModelConfig("test", "m", server.url))
     events, error = [], None

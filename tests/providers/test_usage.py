@@ -60,8 +60,9 @@ def one_call(path: Path, label: str, prices=None, headers=None) -> tuple[Usage, 
     provider, _, model = label.partition(":")
     meter = Meter(prices)
     with FakeModel(step_for(path, headers)) as server:
-        kind = AnthropicMessages if provider == "anthropic" else Transport
-        transport = kind(ModelConfig(provider, model, server.url), meter=meter)
+        config = ModelConfig(provider, model, server.url)
+        wire = AnthropicMessages(config) if provider == "anthropic" else None
+        transport = Transport(config, meter=meter, protocol=wire)
         events = transport.stream([{"role": "user", "content": "hi"}], [])
         try:
             while True:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import UsageError
 from agi.frontends.batch.jobs import Job, done_keys, in_shard, open_input, parse_shard, read_jobs
 from agi.frontends.batch.runner import LocalRuns, Plan, Stop, run_all
-from agi.frontends.batch.shared import Budget, Outcome, Progress, Shared, Writer
+from agi.frontends.batch.shared import Budget, Outcome, Progress, Writer
 
 if TYPE_CHECKING:
     import argparse
@@ -95,7 +95,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     the batch, 130/143 interrupted)."""
     from agi.options.settings import Settings
     from agi.process import hide_keys
-    from agi.providers.transport import Transport
+    from agi.providers.pool import ClientPool
 
     check_args(args)
     shard = parse_shard(args.shard)
@@ -113,9 +113,9 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     tally = Tally()
     tty = sys.stderr.isatty() and not base.quiet
     progress = Progress(len(todo), budget, enabled=tty)
-    runs = LocalRuns(plan, budget, args.jobs or 4, progress)
+    pool = ClientPool()  # the workers' HTTP clients and one backoff per endpoint
+    runs = LocalRuns(plan, budget, args.jobs or 4, progress, pool)
     stop = Stop()
-    Transport.shared = shared = Shared()
 
     def report(outcome: Outcome) -> None:
         writer.write(outcome)
@@ -135,7 +135,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
             writer.lock.acquire(timeout=5)  # no line is begun after this, none is torn
         else:
             writer.close()
-            shared.close()
+            pool.close()
     if writer.failed is not None and stop.signum is None:
         sys.stderr.write(f"agi: {writer.failed}; a rerun runs the jobs it does not hold\n")
         return 1

@@ -148,8 +148,9 @@ class LocalRuns:
     """Runs jobs in this process, `workers` at once: each a `Run` with its own session, meter
     and cancellation; the workers share the settings, the HTTP clients and the backoff."""
 
-    def __init__(self, plan: Plan, budget: Budget, workers: int, progress: Any):
+    def __init__(self, plan: Plan, budget: Budget, workers: int, progress: Any, pool: Any = None):
         self.plan, self.budget, self.workers, self.progress = plan, budget, workers, progress
+        self.pool = pool  # agi.providers.pool.ClientPool: the HTTP clients and the backoff
         self.running: dict[int, Any] = {}  # the runs in progress, by job index
         self._lock = threading.Lock()
 
@@ -205,7 +206,9 @@ class LocalRuns:
             meter = JobMeter(settings.prices, settings.max_cost, self.budget)
             session = job.options.get("session")
             choice = SessionChoice(path=Path(session) if session else None)  # None: a new one
-            run = engine.open(RunSpec(settings, view=JobView(job), meter=meter, session=choice))
+            view = JobView(job)
+            spec = RunSpec(settings, view=view, meter=meter, session=choice, pool=self.pool)
+            run = engine.open(spec)
             with self._lock:
                 self.running[job.index] = run
             if stop.hard.is_set():

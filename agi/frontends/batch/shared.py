@@ -1,6 +1,6 @@
 """What the jobs of `agi --batch` share (CONTRACT section 19): the output lines (stdout and the
-`--batch-out` file, a whole line at a time), one cost budget, one backoff per endpoint and the
-workers' HTTP clients, and the progress line on a terminal."""
+`--batch-out` file, a whole line at a time), one cost budget, and the progress line on a
+terminal. The workers' HTTP clients and one backoff per endpoint are agi.providers.pool's."""
 
 from __future__ import annotations
 
@@ -156,94 +156,6 @@ class JobMeter(Meter):
         call = super().record(label, model, usage, caller)
         self.budget.add(call)
         return call
-
-
-class Backoff:
-    """One backoff per endpoint, kept by every run of the process (through agi.providers.
-    transport's `Transport.shared` hook): after a 429 (or any answer with retry-after) no
-    request goes to that endpoint until the wait asked for is over, whether or not the run
-    that got it retries. A wait longer than the transport would make (MAX_RETRY_WAIT) is not
-    waited out: each request it stops fails at once, unsent, saying so."""
-
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def hold(self, url: str, seconds: float, error: Any) -> None:
-        """A request to `url` failed with `error`; if the provider asked for a pause (429,
-        retry-after), every run keeps it for `seconds`."""
-        if getattr(error, "status", None) != 429 and getattr(error, "retry_after", None) is None:
-            return
-        with self._lock:
-            self._until[url] = max(self._until.get(url, 0.0), time.monotonic() + seconds)
-
-    def wait(self, url: str, cancelled: threading.Event, deadline: float | None) -> None:
-        """Before a request to `url`: wait out its pause (not past the run's deadline, nor a
-        cancel; the transport then raises the limit or the cancel itself)."""
-        from agi.errors import ProviderError
-        from agi.providers.transport import MAX_RETRY_WAIT
-
-        while True:
-            with self._lock:
-                left = self._until.get(url, 0.0) - time.monotonic()
-            if left > MAX_RETRY_WAIT:
-                raise ProviderError(
-                    f"rate limited: the provider asked to wait {left:.0f} s more before the "
-                    f"next request to {url} (retry-after); not sent",
-                    429,
-                    retry_after=left,
-                )
-            if deadline is not None:
-                left = min(left, deadline - time.monotonic())
-            if left <= 0 or cancelled.wait(left):
-                return
-
-
-class Shared(Backoff):
-    """What the runs of a batch share: the backoff, and one HTTP client (its connection pool
-    and TLS set up once, connections kept alive from job to job)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._client: Any = None
-
-    def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = pooled_client()
-            return self._client
-
-    def give_back(self, client: Any) -> None:
-        pass  # every run uses the one client; it stays open until close()
-
-    def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.shut()
-
-
-def pooled_client() -> Any:
-    """An httpx client as the transport makes one, kept when a run ends (its close() does
-    nothing) and never told a run's sockets: a run's end (or cancel) shuts the sockets it was
-    told of, which in a pool may by then carry another run's request. A run's deadline still
-    bounds every read (the transport caps the timeouts); a hard stop ends the process."""
-    import httpx
-
-    from agi.providers.transport import lazy_tls_transport
-
-    class Pooled(httpx.Client):
-        def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
-            request.extensions.pop("trace", None)
-            return super().send(request, **kwargs)
-
-        def close(self) -> None:
-            pass
-
-        def shut(self) -> None:
-            httpx.Client.close(self)
-
-    return Pooled(follow_redirects=True, transport=lazy_tls_transport())
 
 
 class Progress:

@@ -3,8 +3,9 @@ thread, its events turned into progress messages, and its result into an Outcome
 
 Shared by every call (resolved once, when the server starts): the server's options layer and
 the settings it resolves to (the config file parsed, plugins, skills, agents, hooks and commands
-scanned, permission rules read). Per call: the settings the call's fields change, the session,
-the cost meter, the tools and the model connection (a Run's own).
+scanned, permission rules read), and the pool of HTTP clients and backoffs every call's model
+connection is lent from. Per call: the settings the call's fields change, the session, the cost
+meter, the tools and the model connection (a Run's own).
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ import dataclasses
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import AgiError, Cancelled
-from agi.frontends.batch.shared import Backoff
 from agi.frontends.mcp.call import (
     Call,
     Limits,
@@ -27,6 +27,7 @@ from agi.frontends.mcp.call import (
     failure,
 )
 from agi.frontends.views.terminal import Silent, describe_input
+from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
     from agi.engine.run import Run
@@ -43,6 +44,7 @@ class Base:
     layer: Layer
     settings: Settings
     limits: Limits
+    pool: ClientPool = field(default_factory=ClientPool)  # connections and backoff of all calls
 
     @classmethod
     def load(cls, layer: Layer) -> Base:
@@ -89,69 +91,6 @@ class Base:
         from agi.options.values import overlay
 
         return model_for(self.layer, overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=spec))
-
-
-class Lent(Backoff):
-    """Transport.shared for the server: each transport borrows an HTTP client (with its open
-    connections) from a free list and gives it back when its run ends, so calls reuse
-    connections to the model whatever worker thread runs them. A client is never used by two
-    runs at once, so a cancelled run may still shut the sockets it was told of (the next
-    borrower reconnects). After a 429 (or any retry-after) no call sends to that endpoint until
-    the wait asked for is over, as in a batch."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._free: list[Any] = []
-        self._clients: list[Any] = []
-
-    def client(self) -> Any:
-        with self._lock:
-            if self._free:
-                client = self._free.pop()
-                client.out = True
-                return client
-        client = _lent_client(self)
-        with self._lock:
-            self._clients.append(client)
-        return client
-
-    def give_back(self, client: Any) -> None:
-        with self._lock:
-            if client.out:  # once: a second close() must not lend it twice
-                client.out = False
-                self._free.append(client)
-
-    def close(self) -> None:
-        with self._lock:
-            clients, self._clients, self._free = self._clients, [], []
-        for client in clients:
-            client.shut()
-
-
-def share_connections() -> Lent:
-    """Make every run's transports borrow from one pool; returns it (close() ends it)."""
-    from agi.providers.transport import Transport
-
-    Transport.shared = pool = Lent()
-    return pool
-
-
-def _lent_client(pool: Any) -> Any:
-    """An httpx client as a transport makes one; its close() (a run's end) gives it back."""
-    import httpx
-
-    from agi.providers.transport import lazy_tls_transport
-
-    class Returned(httpx.Client):
-        out = True
-
-        def close(self) -> None:
-            pool.give_back(self)
-
-        def shut(self) -> None:
-            httpx.Client.close(self)
-
-    return Returned(follow_redirects=True, transport=lazy_tls_transport())
 
 
 class Progress(Silent):
@@ -208,10 +147,7 @@ class Job:
         finally:
             if run is not None:
                 try:
-                    if not self.cancelled:  # its connections stay open for the next call
-                        for transport in list(run.ctx.transports):
-                            transport.keep_connections()
-                    run.close()
+                    run.close()  # a transport not in flight keeps its connections open
                 except Exception as e:
                     sys.stderr.write(f"agi: closing a call's run: {e}\n")
 
@@ -226,6 +162,7 @@ class Job:
             view=Progress(self.send),
             session=SessionChoice(path=self.call.session),
             started=self.started,
+            pool=self.base.pool,
         )
         run = engine.open(spec)
         with self.lock:

@@ -240,12 +240,9 @@ def serve(base: Base) -> int:
 async def _serve(base: Base) -> None:
     from mcp.server.stdio import stdio_server
 
-    from agi.frontends.mcp.job import share_connections
-
     server = make_server(Calls(base))
-    pool = share_connections()
     try:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
-        pool.close()
+        base.pool.close()  # the calls' model connections
