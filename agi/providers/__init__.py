@@ -1,6 +1,7 @@
-"""Model providers: the wire protocols (OpenAI-compatible chat completions, Anthropic's Messages
-API, Ollama's native chat, the text ReAct adapter), stream decoding, provider errors, what an
-endpoint accepts, usage and cost."""
+"""Model providers: one HTTP exchange (`transport.Exchange`) composed with one protocol object
+per wire protocol (OpenAI-compatible chat completions, Anthropic's Messages API, Ollama's native
+chat, fill-in-the-middle; the seams in `wire`), the pool runs share, the text ReAct adapter,
+stream decoding, provider errors, what an endpoint accepts, usage and cost."""
 
 import sys
 
