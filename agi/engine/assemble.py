@@ -44,6 +44,7 @@ class Context:
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
     on_child_event: Callable[[Any], None] | None = None  # ACP: subagents' events (tool calls)
+    on_allowed: Callable[[str], None] | None = None  # ACP: the run's own calls let run, by id
     pool: Pool | None = None  # HTTP clients and one backoff per endpoint, shared by runs
 
     def deeper(self) -> Context:
@@ -60,6 +61,11 @@ class Context:
         """Close every model connection at once (from any thread)."""
         for transport in list(self.transports):
             transport.cancel()
+
+    def resume(self) -> None:
+        """After a cancelled turn (an editor's cancel): the transports send requests again."""
+        for transport in list(self.transports):
+            transport.cancelled.clear()
 
 
 def assemble(
@@ -129,6 +135,7 @@ def make_guard(
         hooks=lifecycle,
         read_only=read_only,
         default_asks=ctx.default_asks,
+        on_allowed=ctx.on_allowed if ctx.depth == 0 else None,
     )
     if lifecycle is not None:
         lifecycle.guard = guard  # hooks see the mode in `permission_mode`

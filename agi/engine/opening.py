@@ -66,9 +66,13 @@ def fresh_path(index: SessionIndex) -> Path:
         return path
 
 
-def own_meter(settings: Settings) -> Any:
+def own_meter(settings: Settings, budget: Any = None) -> Any:
     """A meter of the run's own: every model call, subagents and ghosts included, and its
-    --max-cost."""
+    --max-cost; with a `budget` shared with other runs, every call spends it too."""
+    if budget is not None:
+        from agi.engine.budget import BudgetedMeter
+
+        return BudgetedMeter(settings.prices, settings.max_cost, budget)
     from agi.providers.cost import Meter
 
     return Meter(settings.prices, settings.max_cost)
@@ -85,6 +89,7 @@ def context_for(spec: RunSpec, started: float, warn: Any, meter: Any) -> Context
         default_asks=spec.default_asks,
         mode=spec.mode,
         on_child_event=spec.on_child_event,
+        on_allowed=spec.on_allowed,
         pool=spec.pool,
     )
     if spec.on_transport is not None:

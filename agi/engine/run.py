@@ -1,11 +1,10 @@
 """One run: a session, the agent's turns in it, and the ghost exchanges; what every front end
 drives. `agi.engine.open(spec)` builds it from a `RunSpec` (agi.engine.spec): the checks, the
 tools, the session and the agent, all there; a front end then only calls its verbs (`ask`,
-`turn`, `compact`, `cancel`, `set_mode`, `result`, `end_hooks`, `close`) and consumes events
-through its view. It writes nothing to stdout: the front end shows the `RunResult`.
-
-A run is used from one thread; several runs may go on at once in one process, each with its own
-session, meter and connections. `cancel()` may be called from any thread."""
+`turn`, `compact`, `cancel`, `interrupt`, `resume`, `set_mode`, `result`, `end_hooks`, `close`)
+and consumes events through its view. It writes nothing to stdout (the front end shows the
+`RunResult`). A run is used from one thread; several runs may go on at once in one process,
+each with its own session, meter and connections; `cancel()` may be called from any thread."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
 from agi.engine.opening import context_for, make_view, open_session, own_meter
 from agi.engine.result import RunResult
-from agi.errors import Cancelled, SchemaFailed
+from agi.errors import Cancelled, SchemaFailed, TimeLimit
 from agi.messages import drain
 from agi.options.settings import Settings
 from agi.version import __version__
@@ -60,7 +59,7 @@ class Run:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        self.meter = spec.meter if spec.meter is not None else own_meter(settings)
+        self.meter = spec.meter if spec.meter is not None else own_meter(settings, spec.budget)
         require_prices(self.meter, settings)  # exit 2 before a session
         from agi.providers.endpoint import require_key
 
@@ -72,7 +71,7 @@ class Run:
         withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
         prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
         if spec.files is not None:  # Read, Write and Edit through an editor
-            from agi.frontends.acp.files import through_editor
+            from agi.tools.editor import through_editor
 
             self.ctx.tools = through_editor(list(self.ctx.tools or []), spec.files)
         self.built_for: Settings | None = None  # the settings the agent was assembled from
@@ -80,6 +79,7 @@ class Run:
         self.answered: RunResult | None = None  # the last ask()'s
         self.ended = False
         self.stopped = False  # cancel() was called
+        self.interrupted = spec.interrupted or threading.Event()  # this turn is cancelled
         self.idle = threading.Event()  # no turn is being taken
         self.idle.set()
         self.described: dict[str, Any] = dict(spec.record)  # added to the run record
@@ -146,13 +146,32 @@ class Run:
         if self.spec.session.held is not None:
             yield session
             return
-        with session.locked(self.ctx.deadline, self.settings.timeout):
+        self.lock(session)
+        try:
+            yield session
+        finally:
             try:
-                yield session
-            finally:
                 usage, self.metered = self.meter.since(self.metered)
                 session.add_usage(usage)
                 session.write_meta()
+            finally:
+                session.unlock()
+
+    def lock(self, session: Session) -> None:
+        """Wait for the session's lock (`agi -s` in a shell may hold it) within the deadline, in
+        short slices, so that a cancel or an interrupt ends the wait (Cancelled)."""
+        deadline = self.ctx.deadline
+        while True:
+            if self.stopped or self.interrupted.is_set():
+                raise Cancelled()
+            now = time.monotonic()
+            until = now + LOCK_SLICE if deadline is None else min(deadline, now + LOCK_SLICE)
+            try:
+                session.lock(until, self.settings.timeout)
+                return
+            except TimeLimit:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
     # turns
 
@@ -334,6 +353,20 @@ class Run:
         if guard is not None:
             guard.set_mode(mode)
 
+    def interrupt(self) -> None:
+        """Stop the turn in progress (from any thread: an editor's cancel): the model request
+        closed, commands killed, a wait for the session's lock ended, until `resume()`."""
+        self.interrupted.set()
+        self.ctx.cancel()
+        self.cancel_tools()
+
+    def resume(self) -> None:
+        """The next turn may send requests after an interrupted one (a flag the front end gave
+        in the spec is its own to clear)."""
+        if self.spec.interrupted is None:
+            self.interrupted.clear()
+        self.ctx.resume()
+
     def cancel(self) -> None:
         """Stop the run (from any thread): the model request closed, commands killed, and
         whatever comes next raises Cancelled. A command that was starting as the cancel came
@@ -369,6 +402,9 @@ class Run:
         if session is not None:
             return str(session.redact(text))
         return redact(text, usable([self.settings.model.api_key]))
+
+
+LOCK_SLICE = 0.2  # seconds of waiting for the session's lock between looks at a cancel
 
 
 def carry(error: BaseException, result: RunResult) -> None:

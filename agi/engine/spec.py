@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import threading
+
     from agi.options.settings import Settings
     from agi.policy.asking import AskRequest
     from agi.providers.cost import Meter
@@ -30,6 +32,14 @@ class Ask(Protocol):
     when no one can be asked."""
 
     def __call__(self, request: AskRequest) -> str | None: ...
+
+
+class Budget(Protocol):
+    """USD that several runs spend together (a batch's --max-cost): the error a run gets once
+    it is spent (None while it is not), and every model call's usage added to it."""
+
+    def reached(self) -> Exception | None: ...
+    def add(self, usage: Any) -> None: ...
 
 
 class Files(Protocol):
@@ -70,9 +80,12 @@ class RunSpec:
     files: Files | None = None  # None: the disk
     pool: Any = None  # agi.providers.wire.Pool: HTTP clients and backoff shared by runs
     meter: Meter | None = None  # None: the run's own; else one that also keeps a shared budget
+    budget: Budget | None = None  # spent with other runs: checked before, added after each call
     saved: int = 0  # the meter's calls already added to the session's meta.json
     on_child_event: Callable[[Any], None] | None = None  # subagents' events (ACP)
     on_transport: Callable[[Any], None] | None = None  # told of every transport (Neovim)
+    on_allowed: Callable[[str], None] | None = None  # the id of each call let run (ACP)
+    interrupted: threading.Event | None = None  # the front end's cancel ends a wait for the lock
     interactive: bool = False  # a person takes turns (REPL, editor): --timeout is per turn
     session: SessionChoice = field(default_factory=SessionChoice)
     session_start: bool = True  # SessionStart hooks when the run opens (not for --compact)

@@ -66,7 +66,8 @@ class Guard:
     `permission_request(request) -> (verdict | None, message, input | None)` and
     `notification(message, kind)` (agi.claude.hooks.lifecycle.Lifecycle); `read_only`: more tool
     names that change nothing;
-    `on_learn(rule)`: told of every rule an "always" answer adds. Every decision goes to
+    `on_learn(rule)`: told of every rule an "always" answer adds; `on_allowed(call_id)`: of
+    every call let run. Every decision goes to
     `trace` with the rule and the file that made it."""
 
     def __init__(
@@ -80,8 +81,10 @@ class Guard:
         default_asks: bool = False,
         person: Callable[[], bool] | None = None,
         on_learn: Callable[[Rule], None] | None = None,
+        on_allowed: Callable[[str], None] | None = None,
     ):
         self.permissions, self.trace, self.hooks = permissions, trace, hooks
+        self.on_allowed = on_allowed  # told the id of every call let run (ACP's in_progress)
         self.ask = ask if ask is not None else TerminalAsk(person) if person else terminal_ask
         self.read_only = READ_ONLY | set(read_only)
         self.default_asks, self.on_learn = default_asks, on_learn
@@ -132,6 +135,8 @@ class Guard:
             if approved:
                 record["hook"] = "allow" if approved is True else "ask"
             self.trace(record)
+        if denial is None and self.on_allowed is not None:
+            self.on_allowed(call_id)
         return denial
 
     def _verdict(

@@ -92,7 +92,7 @@ class Bridge:
 
 
 class EditorFiles:
-    """The editor's files (acp_files.Files) over `fs/read_text_file` and `fs/write_text_file`."""
+    """The editor's files (agi.tools.editor.Files): `fs/read_text_file`, `fs/write_text_file`."""
 
     def __init__(self, bridge: Bridge, reads: bool, writes: bool):
         self.bridge, self.reads, self.writes = bridge, reads, writes

@@ -124,19 +124,3 @@ class EditorAsk:
             return "reject_once"  # the person dismissed the question: a no, this once
         answer = getattr(outcome, "option_id", None)
         return str(answer) if answer in [o["optionId"] for o in OPTIONS] else None
-
-
-class Started:
-    """The toolbox's guard, telling the editor when a call it allowed starts running."""
-
-    def __init__(self, guard: Any, session: Any):
-        self.inner, self.session = guard, session
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def check(self, call_id: str, *args: Any, **kwargs: Any) -> str | None:
-        denial = self.inner.check(call_id, *args, **kwargs)
-        if denial is None:
-            self.session.started(call_id)
-        return denial

@@ -81,9 +81,9 @@ class Server:
     def make_run(
         self, settings: Any, view: Any, session: Any, meter: Any = None, saved: int = 0
     ) -> Any:
-        from agi.frontends.acp.turn import EditorRun
+        from agi.frontends.acp.turn import open_run
 
-        return EditorRun(settings, view, editor=session, meter=meter, saved=saved)
+        return open_run(settings, view, editor=session, meter=meter, saved=saved)
 
     def models(self, current: str) -> list[dict[str, str]]:
         """The model select: the session's model and every model the config file names."""
@@ -291,9 +291,9 @@ class Server:
     async def _open(self, path: Path, cwd: str, mcp_servers: Any, loaded: bool) -> Any:
         from agi.frontends.acp.session import EditorSession
 
-        session = EditorSession(self, path, cwd, mcp_sources(mcp_servers), loaded)
-        old = self.sessions.get(session.id)
-        session.carried = old.run if old is not None else None  # its budget goes on
+        old = self.sessions.get(str(path))
+        carried = old.run if old is not None else None  # its budget goes on
+        session = EditorSession(self, path, cwd, mcp_sources(mcp_servers), loaded, carried)
         try:
             await asyncio.to_thread(session.build)
         except AgiError as e:

@@ -24,7 +24,9 @@ class Failed(Exception):
 
 
 class EditorSession:
-    def __init__(self, server: Any, path: Path, cwd: str, mcp: list[Any], loaded: bool):
+    def __init__(
+        self, server: Any, path: Path, cwd: str, mcp: list[Any], loaded: bool, carried: Any = None
+    ):
         self.server, self.path, self.cwd, self.mcp = server, path, cwd, mcp
         self.id = str(path)
         self.loaded = loaded  # session/load: SessionStart says "resume"
@@ -39,7 +41,7 @@ class EditorSession:
         self.learned: list[Any] = []  # the session's rules; "always" answers are added
         self.worker: threading.Thread | None = None
         self.run: Any = None
-        self.carried: Any = None  # the run of the session this one replaces (session/load)
+        self.carried: Any = carried  # the run of the session this one replaces (session/load)
         self.stale = True  # the model changed: a new run before the next turn
         self.busy = False
         self.cancelled = threading.Event()
@@ -120,8 +122,7 @@ class EditorSession:
             if self.stale or self.run is None:
                 self.build()
             run = self.run
-            for transport in run.ctx.transports:  # a cancelled turn's transports serve again
-                transport.cancelled.clear()
+            run.resume()  # a cancelled turn's transports serve again
             if self.cancelled.is_set():  # cancelled while the run was being built
                 return "cancelled"
             return self._turn(run, text)
@@ -168,8 +169,7 @@ class EditorSession:
         self.bridge.drop()
         run = self.run
         if run is not None:
-            run.ctx.cancel()
-            run.cancel_tools()
+            run.interrupt()
 
     def close(self) -> None:
         """The client went away: stop everything this session runs."""
@@ -177,8 +177,7 @@ class EditorSession:
         self.bridge.drop(close=True)
         run = self.run
         if run is not None:
-            run.ctx.cancel()
-            run.cancel_tools()
+            run.interrupt()
 
     def finish(self) -> None:
         if self.run is not None:

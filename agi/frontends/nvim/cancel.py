@@ -1,4 +1,5 @@
-"""What a Neovim request and a suggestion share: a cancel that closes the model connection."""
+"""What a Neovim request and a suggestion share: a cancel that stops it at once (the request's
+run, the suggestion's model connection)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,22 @@ from typing import Any
 
 
 class Cancellable:
-    """A request whose transport is closed at once on cancel, from any thread."""
+    """A request stopped at once on cancel, from any thread: what it attached is cancelled (a
+    run: its model request closed, its commands killed; a FIM transport: its connection)."""
 
     def __init__(self) -> None:
         self.cancelled = threading.Event()
-        self.transport: Any = None
+        self.target: Any = None  # something with cancel(): agi.engine.run.Run, a transport
 
-    def attach(self, transport: Any) -> None:
-        """The transport to cancel; a cancel that came first takes effect now."""
-        self.transport = transport
+    def attach(self, target: Any) -> None:
+        """What to cancel; a cancel that came first takes effect now."""
+        self.target = target
         if self.cancelled.is_set():
-            transport.cancel()
+            target.cancel()
 
     def cancel(self) -> None:
-        """Close the model connection at once (Transport.cancel); nothing is applied."""
+        """Stop what is attached at once; nothing is applied."""
         self.cancelled.set()
-        transport = self.transport
-        if transport is not None:
-            transport.cancel()
+        target = self.target
+        if target is not None:
+            target.cancel()

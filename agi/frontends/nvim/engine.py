@@ -1,6 +1,7 @@
 """One Neovim request, run on a worker thread: settings, a session under `$AGI_HOME/nvim` (a new
-one, or for :AgiRefine the one of the buffer's last request), the agent (a single model call
-unless tools are on), and the lines that replace the range."""
+one, or for :AgiRefine the one of the buffer's last request), a run opened through the engine's
+door in that session (a single model call unless tools are on), and the lines that replace the
+range."""
 
 from __future__ import annotations
 
@@ -15,17 +16,19 @@ from agi.prompts import HERE as PROMPTS
 from agi.sessions.session import Session, new_session_id
 
 if TYPE_CHECKING:
+    from agi.options.settings import Settings
     from agi.options.values import Layer
 
 
-class Job(Protocol):
-    """What the engine needs of the request it serves (agi.frontends.nvim.plugin.Job)."""
+class Request(Protocol):
+    """What the engine needs of the request it serves (agi.frontends.nvim.plugin.EditorRequest):
+    its fields, where its meter and its run go (the run is what a cancel stops), its events."""
 
     request: dict[str, Any]
     meter: Any
 
     def started(self, log: str, session: str = "") -> None: ...
-    def attach(self, transport: Any) -> None: ...
+    def attach(self, run: Any) -> None: ...
     def check(self) -> None: ...
     def progress(self, event: Any) -> None: ...
     def notice(self, text: str) -> None: ...
@@ -97,26 +100,40 @@ def render_refine(request: dict[str, Any]) -> str:
     ).strip()
 
 
-def open_session(request: dict[str, Any]) -> Session:
+def open_session(request: dict[str, Any], secrets: list[str]) -> Session:
     """A new session under `$AGI_HOME/nvim`, or the one named by the request (:AgiRefine),
-    which must be one of those."""
+    which must be one of those; `secrets` are kept out of its files."""
     home = agi_home() / "nvim"
     given = request.get("session")
     if not given:
-        return Session.open(home / new_session_id())
+        return Session.open(home / new_session_id(), secrets)
     path = Path(str(given)).expanduser().resolve()
     if path.parent != home.resolve() or not (path / "meta.json").is_file():
         raise AgiError(f"cannot continue {given}: it is not a session of agi's Neovim requests")
-    return Session.open(path)
+    return Session.open(path, secrets)
 
 
-def run_request(job: Job) -> list[str]:
+def load_settings(request: dict[str, Any]) -> tuple[Settings | None, AgiError | None]:
+    """The request's settings, or why there are none (the session's trace says it too)."""
+    from agi.options.settings import Settings
+
+    try:
+        return Settings.load(nvim_layer(request.get("options") or {})), None
+    except AgiError as e:
+        return None, e
+
+
+def run_request(job: Request) -> list[str]:
     """Run the request to the lines that replace its range; its session keeps the trace."""
-    session = open_session(job.request)
+    settings, failed = load_settings(job.request)
+    key = settings.model.api_key if settings is not None else None
+    session = open_session(job.request, [key] if key else [])
     job.started(str(session.trace_file), str(session.path))
     with session.locked():
         try:
-            return _run(job, session)
+            if settings is None:
+                raise failed or AgiError("no settings")
+            return _run(job, session, settings)
         except BaseException as e:
             record = {"type": "error", "exit_code": getattr(e, "exit_code", 1)}
             record["error"] = str(e) or type(e).__name__
@@ -132,11 +149,11 @@ def run_request(job: Job) -> list[str]:
             session.write_meta()
 
 
-class JobView:
+class RequestView:
     """A run's view for a Neovim request: progress to Lua, warnings as notices, and a check
     for cancellation at every event."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Request):
         self.job = job
 
     def handle(self, event: Any) -> None:
@@ -149,31 +166,27 @@ class JobView:
         return lambda *args, **kwargs: None
 
 
-def _run(job: Job, session: Session) -> list[str]:
+def _run(job: Request, session: Session, settings: Settings) -> list[str]:
     """The request as a run of its own (the same settings, price checks, assembly and hooks as
-    the command line's), in the session the caller holds."""
+    the command line's), in the session the caller holds; a cancel stops the run."""
     from agi import engine
     from agi.engine.spec import RunSpec, SessionChoice
-    from agi.options.settings import Settings
-    from agi.policy.redaction import usable
     from agi.providers.cost import Meter
 
     request = job.request
-    settings = Settings.load(nvim_layer(request.get("options") or {}))
-    session.secrets = usable([settings.model.api_key])
     keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
     described = {k: request.get(k) for k in keys if request.get(k) is not None}
     job.meter = Meter(settings.prices, settings.max_cost)  # subagents included
     spec = RunSpec(
         settings,
         cwd=request.get("cwd") or os.getcwd(),
-        view=JobView(job),
+        view=RequestView(job),
         meter=job.meter,
-        on_transport=job.attach,
         session=SessionChoice(held=session),
         record={"nvim": described},  # in the trace's run record
     )
     run = engine.open(spec)
+    job.attach(run)  # a cancel that came first takes effect now
     try:
         refine = bool(request.get("refine"))
         prompt = render_refine(request) if refine else render_prompt(request)
@@ -191,6 +204,6 @@ def _run(job: Job, session: Session) -> list[str]:
     return lines
 
 
-def _progress(job: Job, event: Any) -> None:
+def _progress(job: Request, event: Any) -> None:
     job.check()
     job.progress(event)

@@ -20,8 +20,8 @@ DELIVER = "require('agi')._event(...)"
 MODELS = "require('agi')._models(...)"
 
 
-class Job(Cancellable):
-    """One request: its cancel flag, the transport to close on cancel, its progress.
+class EditorRequest(Cancellable):
+    """One request from Neovim: its cancel flag, the run a cancel stops, its progress.
 
     Progress reaches Lua batched: what streamed in since the last message (text, tool steps),
     at most every UPDATE_EVERY seconds, the last of a burst sent by a timer."""
@@ -145,11 +145,11 @@ class Plugin:
 
     def __init__(self, nvim: Any):
         self.nvim = nvim
-        self.jobs: dict[int, Job] = {}
+        self.jobs: dict[int, EditorRequest] = {}
         self.lock = threading.Lock()
 
     def request(self, request: dict[str, Any]) -> None:
-        job = Job(self, request)
+        job = EditorRequest(self, request)
         with self.lock:
             self.jobs[job.id] = job
         worker = threading.Thread(target=self.work, args=(job,), name=f"agi-{job.id}", daemon=True)
@@ -161,7 +161,7 @@ class Plugin:
         for job in jobs:
             job.cancel()
 
-    def work(self, job: Job) -> None:
+    def work(self, job: EditorRequest) -> None:
         try:
             event = outcome(job)
             job.close()
@@ -219,7 +219,7 @@ class Plugin:
         return found
 
 
-def outcome(job: Job) -> dict[str, Any]:
+def outcome(job: EditorRequest) -> dict[str, Any]:
     """Run the job to the event that ends it: done, cancelled or error."""
     try:
         from agi.errors import AgiError, Cancelled

@@ -414,7 +414,7 @@ def test_an_unknown_cost_stays_unknown(editor):
 
 
 def test_progress_reaches_neovim_batched_at_most_every_50_ms():
-    from agi.frontends.nvim.plugin import UPDATE_EVERY, Job
+    from agi.frontends.nvim.plugin import UPDATE_EVERY, EditorRequest
     from agi.messages import StepStart, TextDelta, ToolCall, ToolEnd, ToolStart
 
     sent: list[tuple[float, dict[str, Any]]] = []
@@ -423,7 +423,7 @@ def test_progress_reaches_neovim_batched_at_most_every_50_ms():
         def send(self, request_id: int, event: dict[str, Any]) -> None:
             sent.append((time.monotonic(), event))
 
-    job = Job(Plugin(), {"id": 1})  # type: ignore[arg-type]
+    job = EditorRequest(Plugin(), {"id": 1})  # type: ignore[arg-type]
     started = time.monotonic()
     pieces = [f"token{i} " for i in range(400)]
     for i, piece in enumerate(pieces):

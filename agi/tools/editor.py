@@ -1,5 +1,6 @@
-"""Read, Write and Edit through the editor (`fs/read_text_file`, `fs/write_text_file`) when the
-client advertises them: the model sees unsaved buffers and edits land in the editor."""
+"""Read, Write and Edit through a Files backend other than the disk: an editor's buffers (ACP's
+`fs/read_text_file` and `fs/write_text_file`, when the client advertises them), given in the
+run's spec as `files`: the model sees unsaved buffers and edits land in the editor."""
 
 from __future__ import annotations
 
