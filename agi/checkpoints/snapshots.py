@@ -36,6 +36,8 @@ from agi.sessions.files import append_bytes, make_private_dir, read_bytes
 
 if TYPE_CHECKING:
     from agi.checkpoints.shadow import Shadow
+    from agi.options.settings import Settings
+    from agi.sessions.session import Session
 
 RECORDS = "checkpoints.jsonl"
 # built-in tools that change no file; every other tool (Bash, Write, Edit, Terminal, user
@@ -129,7 +131,7 @@ class Checkpoints:
     def __init__(
         self,
         home: Path,
-        session: Any,
+        session: Session,
         cwd: str,
         warn: Callable[[str], None],
         files: bool = True,
@@ -270,5 +272,8 @@ class Checkpoints:
                 return
 
 
-def for_run(settings: Any, session: Any, cwd: str, warn: Callable[[str], None]) -> Checkpoints:
+def for_run(
+    settings: Settings, session: Session, cwd: str, warn: Callable[[str], None]
+) -> Checkpoints:
+    """The run's checkpoints (`checkpoints = false`: the turn list only, no files)."""
     return Checkpoints(settings.home, session, cwd, warn, getattr(settings, "checkpoints", True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agi.engine.absent import NO_HOOKS
 from agi.errors import ProviderError
 from agi.messages import Notice, Usage, drain, user
 from agi.providers.errors import too_long
@@ -17,7 +18,9 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from agi.context.summarize import Compaction
+    from agi.engine.seams import HookEvents, ModelStream
     from agi.options.settings import Settings
+    from agi.sessions.session import Session
 
 LISTING_FLOOR = 2048  # tokens: below this no model's window is at risk, so no server is asked
 
@@ -43,16 +46,16 @@ class Compactor:
     def __init__(
         self,
         settings: Settings,
-        session: Any,
-        transport: Any,
-        lifecycle: Any = None,
+        session: Session,
+        transport: ModelStream,
+        hooks: HookEvents = NO_HOOKS,
         warn: Callable[[str], None] = lambda text: None,
     ):
         from agi.context.estimate import Estimator
         from agi.context.windows import configured_window, known_window
 
         self.settings, self.session, self.transport = settings, session, transport
-        self.lifecycle, self.warn = lifecycle, warn
+        self.hooks, self.warn = hooks, warn  # PreCompact and SessionStart hooks
         self.auto = settings.window.compact
         model = settings.model
         self.known = configured_window(
@@ -166,8 +169,7 @@ class Compactor:
         from agi.context.summarize import compact
 
         yield Notice("compacting the conversation")
-        if self.lifecycle is not None:
-            self.lifecycle.pre_compact(trigger, focus)
+        self.hooks.pre_compact(trigger, focus)
         done = compact(
             self.session.view(),
             self.ask,
@@ -186,10 +188,9 @@ class Compactor:
             else:
                 self.deferred.append(warning)
         kept = done.kept
-        if self.lifecycle is not None:  # their context is stored right after the summary
-            context = self.lifecycle.session_start("compact", self.settings.model.label)
-            if context:
-                kept = [user(context), *kept]
+        context = self.hooks.session_start("compact", self.settings.model.label)
+        if context:  # SessionStart's context is stored right after the summary
+            kept = [user(context), *kept]
         stored = self.session.append_compaction(done.record, kept)
         self.estimator.last = 0  # the estimate was of the view before: no count can be compared
         self.session.trace({"type": "compaction", **stored["compaction"]})

@@ -5,7 +5,7 @@ next to nothing (CONTRACT section 10). Compaction and Ollama's context sizing us
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agi.messages import REASONING_FIELDS
@@ -81,7 +81,7 @@ class Estimator:
         self._sizes: dict[int, tuple[Any, int]] = {}  # id -> (the object, kept alive; size)
         self._prefix: tuple[int, tuple[Any, Any, int]] = (0, (None, None, 0))  # the last list
 
-    def _size(self, obj: Any, measure: Any) -> int:
+    def _size(self, obj: Any, measure: Callable[[Any], int]) -> int:
         hit = self._sizes.get(id(obj))
         if hit is not None and hit[0] is obj:
             return hit[1]

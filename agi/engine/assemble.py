@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
 
 if TYPE_CHECKING:
+    from agi.claude.hooks.lifecycle import Lifecycle
     from agi.claude.subagents import AgentFile
     from agi.engine.loop import Agent
+    from agi.engine.seams import Ask, Event, ModelStream, PermissionGuard, TurnCheckpoints
+    from agi.options.config import ModelConfig
     from agi.options.settings import Settings
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from agi.tools import Tool
 
 
-def _ignore(text: str) -> None:
+def _ignore(value: object) -> None:
     pass
 
 
@@ -35,15 +38,15 @@ class Context:
     depth: int = 0  # 0 for the run's own agent, 1 for its subagents, ...
     warn: Callable[[str], None] = _ignore
     env: dict[str, str] = field(default_factory=dict)  # hook exports, for every process tools start
-    on_transport: Callable[[Any], None] = _ignore  # told of every transport (Neovim cancels them)
+    on_transport: Callable[[Transport], None] = _ignore  # told of every one (Neovim cancels)
     tools: list[Tool] | None = None  # the run's tools, built once, shared with its subagents
     transports: list[Transport] = field(default_factory=list)  # every one made: cancelled at exit
     meter: Meter | None = None  # every model call's usage and cost, and the --max-cost budget
-    checkpoints: Any = None  # agi.checkpoints.snapshots.Checkpoints of the run, for subagents too
-    ask: Any = None  # the front end's permission question (agi.policy.asking); None: terminal
+    checkpoints: TurnCheckpoints | None = None  # the run's (agi.checkpoints), subagents' too
+    ask: Ask | None = None  # the front end's permission question (agi.policy.asking); None: tty
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
-    on_child_event: Callable[[Any], None] | None = None  # ACP: subagents' events (tool calls)
+    on_child_event: Callable[[Event], None] | None = None  # ACP: subagents' events (tool calls)
     on_allowed: Callable[[str], None] | None = None  # ACP: the run's own calls let run, by id
     pool: Pool | None = None  # HTTP clients and one backoff per endpoint, shared by runs
 
@@ -76,18 +79,13 @@ def assemble(
 ) -> Agent:
     """The agent for a session: its transport, its toolbox (with `Task` wired to run subagents
     through this same function) and its hooks. `agent_type` names a subagent's file."""
+    from agi.engine.absent import NO_CHECKPOINTS, NO_HOOKS
     from agi.engine.loop import Agent
     from agi.tools import Toolbox, ToolContext
 
     transport = make_transport(settings, session, ctx)
-    lifecycle = None
-    if settings.hooks is not None:
-        from agi.claude.hooks.lifecycle import Lifecycle
-
-        stop = "SubagentStop" if agent_type else "Stop"
-        lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
-        lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
-        lifecycle.cwd = ctx.cwd  # hooks see the run's cwd (an MCP call's may differ from ours)
+    lifecycle = make_lifecycle(settings, session, ctx, agent_type)
+    hooks = NO_HOOKS if lifecycle is None else lifecycle
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
     system = system_text(settings, settings.system, tools)
@@ -95,32 +93,55 @@ def assemble(
         cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
     )
     guard = make_guard(settings, session, ctx, lifecycle, tools)
-    toolbox = Toolbox(tools, tool_ctx, lifecycle, owner=ctx.depth == 0, guard=guard)
     if ctx.depth == 0 and ctx.checkpoints is None:
         from agi.checkpoints.snapshots import for_run
 
         ctx.checkpoints = for_run(settings, session, ctx.cwd, ctx.warn)
-    toolbox.checkpoints = ctx.checkpoints
-    chat: Any = transport
+    checkpoints = NO_CHECKPOINTS if ctx.checkpoints is None else ctx.checkpoints
+    owner = ctx.depth == 0
+    toolbox = Toolbox(tools, tool_ctx, hooks, owner=owner, guard=guard, checkpoints=checkpoints)
+    chat: ModelStream = transport
     if settings.react:
         from agi.providers.react import ReactTransport
 
         chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
     from agi.context.compaction import Compactor
 
-    compactor = Compactor(settings, session, transport, lifecycle, ctx.warn)
-    return Agent(chat, toolbox, session, system, settings.max_steps, lifecycle, compactor)
+    compactor = Compactor(settings, session, transport, hooks, ctx.warn)
+    return Agent(chat, toolbox, session, system, settings.max_steps, hooks, compactor)
+
+
+def make_lifecycle(
+    settings: Settings, session: Session, ctx: Context, agent_type: str | None
+) -> Lifecycle | None:
+    """Where the hooks fire for this agent (`agent_type`: a subagent's); None without hooks,
+    and then nothing of the hooks' code is imported."""
+    if settings.hooks is None:
+        return None
+    from agi.claude.hooks.lifecycle import Lifecycle
+
+    stop = "SubagentStop" if agent_type else "Stop"
+    lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
+    lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
+    lifecycle.cwd = ctx.cwd  # hooks see the run's cwd (an MCP call's may differ from ours)
+    return lifecycle
 
 
 def make_guard(
-    settings: Settings, session: Session, ctx: Context, lifecycle: Any, tools: list[Any]
-) -> Any:
+    settings: Settings,
+    session: Session,
+    ctx: Context,
+    lifecycle: Lifecycle | None,
+    tools: list[Tool],
+) -> PermissionGuard:
     """The permission check: rules, the mode (`ctx.mode` once a front end changed it) and the
-    front end's `ctx.ask` (agi.policy.asking; the terminal question when None). None when
+    front end's `ctx.ask` (agi.policy.asking; the terminal question when None). NoGuard when
     nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
     quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None
     if settings.permissions is None and lifecycle is None and quiet:
-        return None
+        from agi.engine.absent import NO_GUARD
+
+        return NO_GUARD
     from agi.policy.guard import Guard
     from agi.policy.permissions import Permissions
 
@@ -183,7 +204,7 @@ class HookJudge:
                 self.ctx.transports.remove(transport)
 
 
-def system_text(settings: Settings, prompt: str, tools: list[Any]) -> str:
+def system_text(settings: Settings, prompt: str, tools: list[Tool]) -> str:
     """The system prompt an agent is sent: `prompt`, and the skills' list when it offers Skill."""
     if not any(t.name == "Skill" for t in tools):
         return prompt
@@ -218,7 +239,7 @@ def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
     sources = settings.tools
     if sources.none:
         return []
-    tools: list[Any] = []
+    tools: list[Tool] = []
     if sources.builtin:
         from agi.tools import builtin_tools
 
@@ -277,7 +298,7 @@ def _offers_task(settings: Settings) -> bool:
     return settings.tools.builtin and not settings.tools.none
 
 
-def choose(settings: Settings, ctx: Context, session: Session) -> list[Any]:
+def choose(settings: Settings, ctx: Context, session: Session) -> list[Tool]:
     """The tools this agent offers: the allowlist applied, and `Task` (running subagents in
     sessions under this one) while subagents may go deeper."""
     from agi.claude.subagents import MAX_DEPTH, Task
@@ -316,13 +337,12 @@ class Spawner:
         except (ProviderError, LimitReached) as e:
             raise ToolError(f"the subagent failed: {e}") from e
         finally:
-            compactor = child.compactor
-            session.add_usage(child.usage + compactor.usage if compactor else child.usage)
+            session.add_usage(child.usage + child.compactor.usage)
             session.write_meta()
             child.close()
 
 
-def subagent_model(settings: Settings, agent: AgentFile) -> Any:
+def subagent_model(settings: Settings, agent: AgentFile) -> ModelConfig | None:
     """A `provider:model` in the agent file is used as given; Claude's aliases (sonnet, opus,
     haiku) name the current model of that family when the parent speaks Anthropic, and the
     parent's model otherwise (as `inherit` does)."""

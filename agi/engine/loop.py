@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from agi.engine.absent import NO_CHECKPOINTS, NO_COMPACTION, NO_HOOKS, NoHooks
 from agi.errors import StepLimit
 from agi.messages import (
     AssistantText,
@@ -23,33 +24,32 @@ from agi.prompts import harness_text
 from agi.sessions.session import Session
 from agi.tools import Toolbox
 
+if TYPE_CHECKING:
+    from agi.engine.seams import (
+        ContextCompactor,
+        Event,
+        HookEvents,
+        ModelStream,
+        TurnCheckpoints,
+    )
+
 REPEAT_LIMIT = 3  # the third identical call in a row gets a note
-
-
-class ChatStream(Protocol):
-    """What the loop needs of a model: Transport, or ReactTransport around one."""
-
-    def close(self) -> None: ...
-
-    def stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
-    ) -> Generator[Any, None, Reply]: ...
 
 
 class Agent:
     def __init__(
         self,
-        transport: ChatStream,
+        transport: ModelStream,
         toolbox: Toolbox,
         session: Session,
         system_prompt: str,
         max_steps: int = 50,
-        lifecycle: Any = None,
-        compactor: Any = None,
+        hooks: HookEvents = NO_HOOKS,
+        compactor: ContextCompactor = NO_COMPACTION,
     ):
         self.transport, self.toolbox, self.session = transport, toolbox, session
         self.system_prompt, self.max_steps = system_prompt, max_steps
-        self.lifecycle = lifecycle  # UserPromptSubmit and Stop hooks, when there are any
+        self.hooks = hooks  # UserPromptSubmit and Stop hooks (agi.claude.hooks.lifecycle)
         self.compactor = compactor  # keeps each request within the model's window
         self.usage = Usage()
         self.steps = 0
@@ -58,7 +58,12 @@ class Agent:
         self.recent: list[str] = []
 
     @property
-    def wire(self) -> ChatStream:
+    def lifecycle(self) -> HookEvents | None:
+        """The hooks when any are configured (a front end firing SessionStart itself asks)."""
+        return None if isinstance(self.hooks, NoHooks) else self.hooks
+
+    @property
+    def wire(self) -> ModelStream:
         """The plain transport under any protocol adapter: ghost exchanges ask for JSON there."""
         return getattr(self.transport, "transport", self.transport)
 
@@ -71,22 +76,20 @@ class Agent:
             self._system = {"role": "system", "content": self.system_prompt}
         return [self._system, *self.session.view()]
 
-    def run(self, prompt: str) -> Generator[Any, None, Reply]:
+    def run(self, prompt: str) -> Generator[Event, None, Reply]:
         """Yield events while working; return the final reply. A turn of the session's
-        checkpoints (CONTRACT section 18) when this agent owns them."""
-        checkpoints = self.toolbox.checkpoints if self.toolbox.owner else None
+        checkpoints (CONTRACT section 18) when this agent owns them (a subagent's changes are
+        its parent's turn's)."""
+        checkpoints = self.toolbox.checkpoints if self.toolbox.owner else NO_CHECKPOINTS
         try:
             return (yield from self._turn(prompt, checkpoints))
         finally:
-            if checkpoints is not None:
-                checkpoints.end()
+            checkpoints.end()
 
-    def _turn(self, prompt: str, checkpoints: Any) -> Generator[Any, None, Reply]:
+    def _turn(self, prompt: str, checkpoints: TurnCheckpoints) -> Generator[Event, None, Reply]:
         self.close_pending("interrupted: the run that made this call ended before it finished")
-        if self.lifecycle is not None:
-            prompt = self.lifecycle.prompt(prompt)
-        if checkpoints is not None:
-            checkpoints.begin(prompt)
+        prompt = self.hooks.prompt(prompt)
+        checkpoints.begin(prompt)
         self.session.append(user(prompt))
         for step in range(1, self.max_steps + 1):
             self.steps = step
@@ -106,7 +109,7 @@ class Agent:
                 continue
             self.session.append(reply.to_message())
             if not reply.tool_calls:
-                go_on = self.lifecycle.stop(reply.text) if self.lifecycle is not None else None
+                go_on = self.hooks.stop(reply.text)
                 if go_on is None:
                     return reply
                 self.session.append(user(go_on))
@@ -127,30 +130,27 @@ class Agent:
                     }
                 )
                 self.session.append(tool_result(r.call.id, r.text + self._repeat_note(r.call)))
-            woken = self.lifecycle.woken() if self.lifecycle is not None else None
+            woken = self.hooks.woken()
             if woken:  # an asyncRewake hook reported while the agent worked
                 self.session.append(user(woken))
         raise StepLimit(self.max_steps)
 
-    def _ask(self) -> Generator[Any, None, Reply]:
+    def _ask(self) -> Generator[Event, None, Reply]:
         """One model call; streamed text is kept in `partial` until the reply is whole. The
-        compactor keeps the request within the window, and compacts once after a refusal."""
+        compactor keeps the request within the window, and compacts once after a refusal (not
+        once the reply has begun: what streamed stands)."""
         compactor, tools = self.compactor, self.toolbox.specs
-        if compactor is not None:
-            yield from compactor.before(self.messages(), tools)
+        yield from compactor.before(self.messages(), tools)
 
-        def send() -> Generator[Any, None, Reply]:
+        def send() -> Generator[Event, None, Reply]:
             return watch(self.transport.stream(self.messages(), tools), self._keep)
 
-        if compactor is None:
-            reply = yield from send()
-        else:  # not once the reply has begun: what streamed stands
-            reply = yield from compactor.resend_once(send, lambda: not self.partial)
-        if compactor is not None and reply.usage is not None:
+        reply = yield from compactor.resend_once(send, lambda: not self.partial)
+        if reply.usage is not None:
             compactor.observe(reply.usage.input)
         return reply
 
-    def _keep(self, event: Any) -> None:
+    def _keep(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             self.partial.append(event.text)
 
@@ -171,8 +171,7 @@ class Agent:
         when this agent owns them)."""
         self.transport.close()
         self.toolbox.close()
-        if self.lifecycle is not None:
-            self.lifecycle.close()
+        self.hooks.close()
 
     def salvage(self, reason: str = "interrupted by the user") -> None:
         """After an interruption: keep streamed text, and close unanswered tool calls."""

@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agi.engine.assemble import Context, deadline_for
 from agi.errors import UsageError
 
 if TYPE_CHECKING:
-    from agi.engine.spec import RunSpec, SessionChoice
+    from agi.engine.seams import View
+    from agi.engine.spec import Budget, RunSpec, SessionChoice
     from agi.options.settings import Settings
+    from agi.providers.cost import Meter
     from agi.sessions.session import Session, SessionIndex
 
 
-def make_view(settings: Settings, interactive: bool) -> Any:
+def make_view(settings: Settings, interactive: bool) -> View:
     """The terminal view when a person watches stderr (or -v), else silence."""
     from agi.frontends.views.terminal import Silent, Terminal
 
@@ -66,7 +69,7 @@ def fresh_path(index: SessionIndex) -> Path:
         return path
 
 
-def own_meter(settings: Settings, budget: Any = None) -> Any:
+def own_meter(settings: Settings, budget: Budget | None = None) -> Meter:
     """A meter of the run's own: every model call, subagents and ghosts included, and its
     --max-cost; with a `budget` shared with other runs, every call spends it too."""
     if budget is not None:
@@ -78,7 +81,9 @@ def own_meter(settings: Settings, budget: Any = None) -> Any:
     return Meter(settings.prices, settings.max_cost)
 
 
-def context_for(spec: RunSpec, started: float, warn: Any, meter: Any) -> Context:
+def context_for(
+    spec: RunSpec, started: float, warn: Callable[[str], None], meter: Meter
+) -> Context:
     """The run's context from its spec: where it works, its deadline, who is asked, the pool."""
     ctx = Context(
         cwd=spec.cwd or os.getcwd(),

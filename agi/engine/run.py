@@ -20,12 +20,13 @@ from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_
 from agi.engine.opening import context_for, make_view, open_session, own_meter
 from agi.engine.result import RunResult
 from agi.errors import Cancelled, SchemaFailed, TimeLimit
-from agi.messages import drain
+from agi.messages import Reply, drain
 from agi.options.settings import Settings
 from agi.version import __version__
 
 if TYPE_CHECKING:
     from agi.engine.loop import Agent
+    from agi.engine.seams import Event, UsageMeter, View
     from agi.engine.spec import RunSpec
     from agi.sessions.session import Session
 
@@ -54,7 +55,7 @@ class Run:
         self.spec, self.settings = spec, settings
         self.interactive = interactive = spec.interactive
         self.started = time.monotonic() if spec.started is None else spec.started
-        self.view: Any = spec.view if spec.view is not None else make_view(settings, interactive)
+        self.view: View = spec.view if spec.view is not None else make_view(settings, interactive)
         for warning in settings.warnings:
             self.view.warn(warning)
         if settings.sandbox.enabled:
@@ -191,7 +192,7 @@ class Run:
 
     def turn(
         self, prompt: str, settings: Settings | None = None, builtins: tuple[str, ...] = ()
-    ) -> Any:
+    ) -> Reply:
         """One prompt of a conversation (the REPL's lines): the turn clock restarted when a
         person takes turns, a `/command` expanded (or one of `builtins`), SessionStart's context
         with the first; `settings` are this turn's (the REPL's /sys), else the run's."""
@@ -230,7 +231,7 @@ class Run:
             text = command_text(expansion, settings, self.ctx, session.trace)
         return text, settings
 
-    def held_turn(self, prompt: str, settings: Settings | None = None) -> Any:
+    def held_turn(self, prompt: str, settings: Settings | None = None) -> Reply:
         """One prompt in, one reply out, while the caller holds the session's lock."""
         session = self.session
         agent = self.assemble(settings or self.settings)
@@ -311,7 +312,7 @@ class Run:
 
         agent = self.agent
 
-        def handle(event: Any) -> None:
+        def handle(event: Event) -> None:
             if isinstance(event, UsageEvent):
                 agent.usage.add(event.usage)
             self.dispatch(event)
@@ -328,7 +329,7 @@ class Run:
 
     # events, for the views
 
-    def dispatch(self, event: Any) -> None:
+    def dispatch(self, event: Event) -> None:
         """Send an event to the view, streamed text with the API key taken out even when a
         delta ends inside it (agi.policy.redaction.HeldText). Once the run is cancelled the
         turn ends here: a tool call announced to the front end that cancelled is not begun."""
@@ -416,7 +417,7 @@ def carry(error: BaseException, result: RunResult) -> None:
             pass
 
 
-def require_prices(meter: Any, settings: Settings) -> None:
+def require_prices(meter: UsageMeter, settings: Settings) -> None:
     """Under --max-cost every model a run may call needs a price: its own, and the subagent
     files' own models."""
     meter.require(settings.model.label, settings.model.model)

@@ -1,6 +1,7 @@
 """The engine's door: everything a front end gives a run, once, in one immutable `RunSpec`
 (`agi.engine.open(spec)` builds the run from it; nothing is set on the run afterwards), and the
-Protocols of what it hands over: the view, the permission question, the files, the pool."""
+Protocols of what it hands over (the view, the permission question, the files: agi.engine.seams
+declares them with every other collaborator's)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agi.engine.seams import Ask, Files, View
+
 if TYPE_CHECKING:
     import threading
 
+    from agi.engine.seams import Event, ModelStream
     from agi.options.settings import Settings
-    from agi.policy.asking import AskRequest
     from agi.providers.cost import Meter
+    from agi.providers.wire import Pool
     from agi.sessions.session import Session
-
-
-class View(Protocol):
-    """Where a run's events and warnings go (agi.frontends.views.terminal: Silent, Terminal)."""
-
-    def handle(self, event: Any) -> None: ...
-    def warn(self, text: str) -> None: ...
-    def sandbox(self, label: str) -> None: ...
-    def close(self) -> None: ...
-
-
-class Ask(Protocol):
-    """The front end's permission question (agi.policy.asking): one of its ANSWERS, or None
-    when no one can be asked."""
-
-    def __call__(self, request: AskRequest) -> str | None: ...
 
 
 class Budget(Protocol):
@@ -40,17 +28,6 @@ class Budget(Protocol):
 
     def reached(self) -> Exception | None: ...
     def add(self, usage: Any) -> None: ...
-
-
-class Files(Protocol):
-    """Where Read, Write and Edit read and write when not the disk: an editor's buffers
-    (`fs/read_text_file` for ACP); `reads`/`writes` say which of them go through it."""
-
-    reads: bool
-    writes: bool
-
-    def read(self, path: str) -> str: ...
-    def write(self, path: str, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -78,12 +55,12 @@ class RunSpec:
     mode: str | None = None  # a permission mode a front end chose (ACP), over the settings'
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     files: Files | None = None  # None: the disk
-    pool: Any = None  # agi.providers.wire.Pool: HTTP clients and backoff shared by runs
+    pool: Pool | None = None  # HTTP clients and backoff shared by runs (agi.providers.pool)
     meter: Meter | None = None  # None: the run's own; else one that also keeps a shared budget
     budget: Budget | None = None  # spent with other runs: checked before, added after each call
     saved: int = 0  # the meter's calls already added to the session's meta.json
-    on_child_event: Callable[[Any], None] | None = None  # subagents' events (ACP)
-    on_transport: Callable[[Any], None] | None = None  # told of every transport (Neovim)
+    on_child_event: Callable[[Event], None] | None = None  # subagents' events (ACP)
+    on_transport: Callable[[ModelStream], None] | None = None  # told of each one (Neovim)
     on_allowed: Callable[[str], None] | None = None  # the id of each call let run (ACP)
     interrupted: threading.Event | None = None  # the front end's cancel ends a wait for the lock
     interactive: bool = False  # a person takes turns (REPL, editor): --timeout is per turn

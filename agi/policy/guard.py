@@ -21,11 +21,15 @@ import os
 import shlex
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
 from agi.policy.asking import AskRequest, TerminalAsk, terminal_ask
 from agi.policy.permissions import MODES, Permissions, Rule, decide, parse_rule
+
+if TYPE_CHECKING:
+    from agi.engine.seams import Ask, HookEvents, Tool
+    from agi.policy.permissions import Decision
 
 READ_ONLY = frozenset({"Read", "TempDir", "calculate", "Skill", "Task"})  # they change nothing
 EDITS = frozenset({"Write", "Edit"})
@@ -74,9 +78,9 @@ class Guard:
         self,
         permissions: Permissions,
         trace: Callable[[dict[str, Any]], None] | None = None,
-        ask: Any = None,
+        ask: Ask | None = None,
         *,
-        hooks: Any = None,
+        hooks: HookEvents | None = None,
         read_only: frozenset[str] | set[str] = frozenset(),
         default_asks: bool = False,
         person: Callable[[], bool] | None = None,
@@ -119,9 +123,14 @@ class Guard:
         cwd: str,
         names: set[str] | None = None,
         approved: bool | str = False,
+        *,
+        tool: Tool | None = None,
     ) -> str | None:
         """`approved`: True when a PreToolUse hook allowed the call (deny rules still hold, ask
-        rules and the mode do not); a string when a hook asks (the question's reason)."""
+        rules and the mode do not); a string when a hook asks (the question's reason). `names`:
+        what rules may match besides `name`; without them, the `tool`'s `canonical(input)`."""
+        if names is None and tool is not None and hasattr(tool, "canonical"):
+            names = tool.canonical(input)  # a Terminal's line, a Task's agent, a Skill's name
         with self._lock:
             rules = [*self.learned, *self.permissions.rules, *self.extra]
         permissions = Permissions(rules, self.mode)
@@ -140,7 +149,13 @@ class Guard:
         return denial
 
     def _verdict(
-        self, decision: Any, call_id: str, name: str, input: dict[str, Any], cwd: str, hook: Any
+        self,
+        decision: Decision,
+        call_id: str,
+        name: str,
+        input: dict[str, Any],
+        cwd: str,
+        hook: bool | str,
     ) -> str | None:
         rule = decision.rule
         if self.mode == "plan" and self.changes(name):

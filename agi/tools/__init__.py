@@ -9,11 +9,15 @@ import os
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agi.engine.absent import NO_CHECKPOINTS, NO_GUARD, NO_HOOKS
 from agi.errors import AgiError, ToolError
 from agi.messages import ToolCall, ToolEnd, ToolStart
 from agi.tools.protocol import Tool, ToolContext, ToolText, require, spec
+
+if TYPE_CHECKING:
+    from agi.engine.seams import HookEvents, PermissionGuard, TurnCheckpoints
 
 __all__ = [
     "Result",
@@ -56,19 +60,20 @@ class Toolbox:
         self,
         tools: list[Tool],
         ctx: ToolContext | None = None,
-        lifecycle: Any = None,
+        hooks: HookEvents = NO_HOOKS,
         *,
         owner: bool = True,
-        guard: Any = None,
+        guard: PermissionGuard = NO_GUARD,
+        checkpoints: TurnCheckpoints = NO_CHECKPOINTS,
     ):
         self.tools = {t.name: t for t in tools}
         self._specs: list[dict[str, Any]] | None = None
         self._specs_mode: str | None = None  # the permission mode the specs were built for
         self.ctx = ctx or ToolContext()
-        self.lifecycle = lifecycle  # fires PreToolUse / PostToolUse hooks, when there are any
-        self.guard = guard  # agi.policy.permissions.Guard: the permission rules, when there are any
+        self.hooks = hooks  # fires PreToolUse / PostToolUse hooks (agi.claude.hooks.lifecycle)
+        self.guard = guard  # the permission rules, the mode, the question (agi.policy.guard)
         self.owner = owner  # a subagent's toolbox shares its parent's tools and must not close them
-        self.checkpoints: Any = None  # agi.checkpoints.snapshots: shared with subagents' toolboxes
+        self.checkpoints = checkpoints  # the run's (agi.checkpoints.snapshots), subagents' too
 
     def interrupt(self) -> None:
         """Kill the commands running now (a cancelled turn); background jobs and terminals stay."""
@@ -102,10 +107,9 @@ class Toolbox:
     def specs(self) -> list[dict[str, Any]]:
         """The `tools` of every request: built once (the same object each step, so that what
         measures or converts it per request can remember it)."""
-        offered = getattr(self.guard, "offers", None)  # plan mode offers fewer tools
-        mode = getattr(self.guard, "mode", None)
-        if self._specs is None or self._specs_mode != mode:
-            tools = [t for t in self.tools.values() if offered is None or offered(t.name)]
+        mode = self.guard.mode
+        if self._specs is None or self._specs_mode != mode:  # plan mode offers fewer tools
+            tools = [t for t in self.tools.values() if self.guard.offers(t.name)]
             self._specs, self._specs_mode = [spec(t) for t in tools], mode
         return self._specs
 
@@ -128,29 +132,22 @@ class Toolbox:
                 ) from e
         except ToolError as e:
             return Result(call, f"Error: {e}", True, time.monotonic() - started)
-        notes: list[str] = []
-        approved = False  # a PreToolUse hook allowed it: deny rules still hold
-        if self.lifecycle is not None:
-            input, denied, notes, approved = self.lifecycle.before_tool(call, input)
-            if denied is not None:
-                text = _with_notes(denied, notes)
-                return Result(call, text, True, time.monotonic() - started)
+        # approved: True when a PreToolUse hook allowed it (deny rules still hold), why it asks
+        input, denied, notes, approved = self.hooks.before_tool(call, input)
+        if denied is not None:
+            return Result(call, _with_notes(denied, notes), True, time.monotonic() - started)
         input = pinned(call.name, input, self.ctx.cwd)
-        if self.guard is not None:
-            try:
-                aliases = tool.canonical(input) if hasattr(tool, "canonical") else None
-                refusal = self.guard.check(
-                    call.id, call.name, input, self.ctx.cwd, aliases, approved
-                )
-            except (ValueError, TypeError, OSError) as e:  # input no rule can judge (a NUL byte)
-                refusal = f"Error: the permission rules cannot judge this call: {e}"
-            if refusal is not None:
-                return Result(call, _with_notes(refusal, notes), True, time.monotonic() - started)
-        if self.checkpoints is not None:  # a snapshot before the turn's first change (section 18)
-            self.checkpoints.before_tool(call.name, input, self.ctx.cwd)
+        try:
+            refusal = self.guard.check(
+                call.id, call.name, input, self.ctx.cwd, approved=approved, tool=tool
+            )
+        except (ValueError, TypeError, OSError) as e:  # input no rule can judge (a NUL byte)
+            refusal = f"Error: the permission rules cannot judge this call: {e}"
+        if refusal is not None:
+            return Result(call, _with_notes(refusal, notes), True, time.monotonic() - started)
+        self.checkpoints.before_tool(call.name, input, self.ctx.cwd)  # before the first change
         text, is_error, response = self._execute(tool, input)
-        if self.lifecycle is not None:
-            notes += self.lifecycle.after_tool(call, input, text, is_error, response)
+        notes += self.hooks.after_tool(call, input, text, is_error, response)
         return Result(call, _with_notes(text, notes), is_error, time.monotonic() - started)
 
     def _execute(self, tool: Tool, input: dict[str, Any]) -> tuple[str, bool, Any]:

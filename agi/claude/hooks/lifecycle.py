@@ -9,10 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from agi.errors import HookStopped
 from agi.messages import ToolCall
+
+if TYPE_CHECKING:
+    from agi.claude.hooks.merge import Outcome
+    from agi.claude.hooks.run import Hooks
+    from agi.claude.transcript import Transcript
+    from agi.engine.seams import PermissionGuard
+    from agi.policy.asking import AskRequest
+    from agi.sessions.session import Session
+
+Judge = Callable[[str, str | None, float], Any]  # a prompt hook's question -> its JSON answer
 
 
 def context_block(source: str, parts: list[str]) -> str:
@@ -31,9 +42,9 @@ class Lifecycle:
 
     def __init__(
         self,
-        hooks: Any,
-        session: Any,
-        warn: Any,
+        hooks: Hooks,
+        session: Session,
+        warn: Callable[[str], None],
         stop_event: str = "Stop",
         agent_type: str | None = None,
         env: dict[str, str] | None = None,
@@ -45,11 +56,11 @@ class Lifecycle:
         self.stop_event, self.agent_type = stop_event, agent_type
         self.stop_active = False
         self.mode = permission_mode  # hooks see it as `permission_mode` (the guard's, if set)
-        self.guard: Any = None  # agi.policy.guard.Guard: its mode is the one hooks see
-        self.judge: Any = None  # answers "type": "prompt" hooks (agi.engine.assemble.HookJudge)
+        self.guard: PermissionGuard | None = None  # agi.policy.guard: its mode is the hooks'
+        self.judge: Judge | None = None  # answers "type": "prompt" hooks (engine.assemble)
         self.rewakes = Rewakes()  # what asyncRewake hooks of this agent reported
         self.running = Running()  # this agent's hook processes, ended by close()
-        self.transcript: Any = None  # transcript.jsonl, written when a hook first runs
+        self.transcript: Transcript | None = None  # transcript.jsonl, once a hook first runs
         self.cwd: str | None = None  # the run's working directory (an MCP call's); None: ours
         # what SessionStart hooks export: shared with the tools' context, so later calls see it
         self.env: dict[str, str] = {} if env is None else env
@@ -59,7 +70,7 @@ class Lifecycle:
         hooks not waited for); other agents' and other runs' hooks are left alone."""
         self.running.end()
 
-    def fire(self, event: str, **fields: Any) -> Any:
+    def fire(self, event: str, **fields: Any) -> Outcome:
         """Run one event's hooks; trace them, show their messages, honour `continue: false`."""
         from agi.claude.hooks.run import base_payload
 
@@ -151,7 +162,9 @@ class Lifecycle:
             said = outcome.reason or "no reason given"
         return input, None, outcome.context, said
 
-    def permission_request(self, request: Any) -> tuple[str | None, str, dict[str, Any] | None]:
+    def permission_request(
+        self, request: AskRequest
+    ) -> tuple[str | None, str, dict[str, Any] | None]:
         """PermissionRequest hooks, before a person is asked: ("allow" | "deny" | None, why,
         the input to run with instead). An allow's `updatedPermissions` are applied to the
         guard here, for the rest of the session."""

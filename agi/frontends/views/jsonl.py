@@ -10,9 +10,10 @@ from agi.messages import ToolEnd, ToolStart
 
 if TYPE_CHECKING:
     from agi.engine.result import RunResult
+    from agi.engine.seams import Event
 
 
-def event_dict(event: Any) -> dict[str, Any]:
+def event_dict(event: Event) -> dict[str, Any]:
     """A stable JSON shape for each event type (documented in the README)."""
     if isinstance(event, ToolStart):
         return {
@@ -39,7 +40,7 @@ def event_dict(event: Any) -> dict[str, Any]:
     return {"type": data.pop("type"), **data}
 
 
-def event_line(event: Any) -> str:
+def event_line(event: Event) -> str:
     return json.dumps(event_dict(event), ensure_ascii=False) + "\n"
 
 

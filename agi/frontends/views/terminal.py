@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agi.messages import (
     AssistantText,
@@ -19,6 +19,9 @@ from agi.messages import (
     Usage,
 )
 from agi.policy.text import escape_controls
+
+if TYPE_CHECKING:
+    from agi.engine.seams import Event
 
 SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 DIM, RED, CYAN, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[0m"
@@ -44,7 +47,7 @@ class Silent:
     def __init__(self, out: TextIO | None = None):
         self.out = out or sys.stderr
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         pass
 
     def warn(self, text: str) -> None:
@@ -108,7 +111,7 @@ class Terminal(Silent):
             self.out.write(text + "\n")
             self.out.flush()
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         if isinstance(event, StepStart):
             self.status, self.since, self.chars = "thinking", time.monotonic(), 0
         elif isinstance(event, ReasoningDelta):
