@@ -19,7 +19,7 @@ FIELDS += ("max_steps", "max_cost", "timeout")
 
 
 @dataclass
-class Job:
+class BatchJob:
     """One line of the input: its number (1-based), its index among the jobs (0-based, what
     `--shard` counts), its id (the line number when it gives none) and its own options."""
 
@@ -66,12 +66,12 @@ CHECKS: dict[str, tuple[Any, str]] = {
 }
 
 
-def parse_line(text: str, number: int, index: int) -> Job:
+def parse_line(text: str, number: int, index: int) -> BatchJob:
     """One non-blank line as a job: a JSON object with a prompt, or any other text as the
     prompt itself. A line that starts like an object but is none is unusable input."""
     stripped = text.strip()
     if not stripped.startswith("{"):
-        return Job(number, index, number, stripped)
+        return BatchJob(number, index, number, stripped)
     where = f"batch line {number}"
     try:
         job = json.loads(stripped)
@@ -89,13 +89,13 @@ def parse_line(text: str, number: int, index: int) -> Job:
         if not check(value):
             raise UsageError(f"{where}: {name} must be {what}, not {json.dumps(value)[:60]}")
     options = {k: v for k, v in job.items() if k not in ("id", "prompt")}
-    return Job(number, index, job.get("id", number), job["prompt"], options)
+    return BatchJob(number, index, job.get("id", number), job["prompt"], options)
 
 
-def read_jobs(lines: Iterable[bytes]) -> list[Job]:
+def read_jobs(lines: Iterable[bytes]) -> list[BatchJob]:
     """Every job of the input, checked: bad UTF-8, bad JSON, a bad field or an id used twice
     stops everything before a job starts (UsageError naming the line)."""
-    jobs: list[Job] = []
+    jobs: list[BatchJob] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(lines, 1):
         try:
@@ -142,7 +142,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return shard
 
 
-def in_shard(jobs: list[Job], shard: tuple[int, int] | None) -> list[Job]:
+def in_shard(jobs: list[BatchJob], shard: tuple[int, int] | None) -> list[BatchJob]:
     """The jobs whose index modulo N is K: N shards partition the input."""
     if shard is None:
         return jobs

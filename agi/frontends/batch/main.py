@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
-from agi.frontends.batch.jobs import Job, done_keys, in_shard, open_input, parse_shard, read_jobs
+from agi.frontends.batch.jobs import (
+    BatchJob,
+    done_keys,
+    in_shard,
+    open_input,
+    parse_shard,
+    read_jobs,
+)
 from agi.frontends.batch.runner import LocalRuns, Plan, Stop, run_all
 from agi.frontends.batch.shared import Budget, Outcome, Progress, Writer
 
@@ -66,7 +73,7 @@ class Tally:
         return 4 if self.budget else 1 if self.failed else 0
 
 
-def prepare(plan: Plan, jobs: list[Job], budget: Budget) -> list[str]:
+def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
     """Every job's settings, loaded and checked before anything runs (a bad schema or an
     unreadable sys file is a usage error naming the line); the API keys they use."""
     from agi.providers.cost import Meter

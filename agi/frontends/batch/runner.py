@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agi.engine.result import RunResult
 from agi.errors import AgiError
-from agi.frontends.batch.jobs import Job
-from agi.frontends.batch.shared import Budget, BudgetSpent, JobMeter, Outcome
+from agi.frontends.batch.jobs import BatchJob
+from agi.frontends.batch.shared import Budget, BudgetSpent, Outcome
 from agi.frontends.views.terminal import Silent
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Plan:
         self._loaded: dict[str, Settings] = {}
         self._lock = threading.Lock()
 
-    def settings(self, job: Job) -> Settings:
+    def settings(self, job: BatchJob) -> Settings:
         from agi.options.config import seconds
 
         given = {k: v for k, v in job.options.items() if k not in PER_JOB and k != "session"}
@@ -59,7 +59,7 @@ class Plan:
             warnings=[] if settings is self.base else settings.warnings,  # once: JobView
         )
 
-    def _load(self, job: Job, given: dict[str, Any]) -> Settings:
+    def _load(self, job: BatchJob, given: dict[str, Any]) -> Settings:
         if not given:
             return self.base
         from agi.options.settings import Settings
@@ -93,9 +93,9 @@ class Stop:
 class Backend(Protocol):
     """What runs jobs: `LocalRuns` here; a provider's batch API could be another."""
 
-    def accepts(self, job: Job, settings: Settings) -> bool: ...
+    def accepts(self, job: BatchJob, settings: Settings) -> bool: ...
 
-    def run(self, jobs: list[Job], report: Callable[[Outcome], None], stop: Stop) -> None: ...
+    def run(self, jobs: list[BatchJob], report: Callable[[Outcome], None], stop: Stop) -> None: ...
 
     def cancel(self) -> None: ...
 
@@ -103,13 +103,13 @@ class Backend(Protocol):
 def run_all(
     backends: list[Backend],
     plan: Plan,
-    jobs: list[Job],
+    jobs: list[BatchJob],
     report: Callable[[Outcome], None],
     stop: Stop,
 ) -> None:
     """Each job to the first backend that accepts it, the backends side by side; the last one
     (`LocalRuns`, which takes every job) runs on this thread, which stays free for signals."""
-    groups: list[list[Job]] = [[] for _ in backends]
+    groups: list[list[BatchJob]] = [[] for _ in backends]
     for job in jobs:
         settings = plan.settings(job)
         groups[next(i for i, b in enumerate(backends) if b.accepts(job, settings))].append(job)
@@ -126,22 +126,32 @@ def run_all(
             thread.join(0.1)
 
 
+class Warned:
+    """The warnings the batch's jobs have shown (each different one once for the batch)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+
+    def first(self, text: str) -> bool:
+        """Whether `text` is shown for the first time (it is then noted)."""
+        with self.lock:
+            if text in self.seen:
+                return False
+            self.seen.add(text)
+            return True
+
+
 class JobView(Silent):
     """A job's view: nothing of its events; each different warning once for the batch."""
 
-    seen: set[str] = set()
-    lock = threading.Lock()
-
-    def __init__(self, job: Job):
+    def __init__(self, job: BatchJob, warned: Warned):
         super().__init__()
-        self.job = job
+        self.job, self.warned = job, warned
 
     def warn(self, text: str) -> None:
-        with JobView.lock:
-            if text in JobView.seen:
-                return
-            JobView.seen.add(text)
-        super().warn(f"{self.job.source}: {text}")
+        if self.warned.first(text):
+            super().warn(f"{self.job.source}: {text}")
 
 
 class LocalRuns:
@@ -152,12 +162,13 @@ class LocalRuns:
         self.plan, self.budget, self.workers, self.progress = plan, budget, workers, progress
         self.pool = pool  # agi.providers.pool.ClientPool: the HTTP clients and the backoff
         self.running: dict[int, Any] = {}  # the runs in progress, by job index
+        self.warned = Warned()  # each different warning once for the batch
         self._lock = threading.Lock()
 
-    def accepts(self, job: Job, settings: Settings) -> bool:
+    def accepts(self, job: BatchJob, settings: Settings) -> bool:
         return True
 
-    def run(self, jobs: list[Job], report: Callable[[Outcome], None], stop: Stop) -> None:
+    def run(self, jobs: list[BatchJob], report: Callable[[Outcome], None], stop: Stop) -> None:
         """Run the jobs on worker threads and wait for them (the caller's thread stays free for
         signals: it only joins, a short while at a time)."""
         queue = deque(jobs)
@@ -178,7 +189,7 @@ class LocalRuns:
         for run in runs:
             run.cancel()
 
-    def _work(self, queue: deque[Job], report: Callable[[Outcome], None], stop: Stop) -> None:
+    def _work(self, queue: deque[BatchJob], report: Callable[[Outcome], None], stop: Stop) -> None:
         while stop.starting.is_set():
             try:
                 job = queue.popleft()
@@ -195,7 +206,7 @@ class LocalRuns:
             if outcome is not None and not stop.hard.is_set():
                 report(outcome)
 
-    def one(self, job: Job, stop: Stop) -> Outcome | None:
+    def one(self, job: BatchJob, stop: Stop) -> Outcome | None:
         """One job to its outcome; None when a hard stop cut it short (nothing is written)."""
         from agi import engine
         from agi.engine.spec import RunSpec, SessionChoice
@@ -203,11 +214,14 @@ class LocalRuns:
         run = None
         try:
             settings = self.plan.settings(job)
-            meter = JobMeter(settings.prices, settings.max_cost, self.budget)
             session = job.options.get("session")
-            choice = SessionChoice(path=Path(session) if session else None)  # None: a new one
-            view = JobView(job)
-            spec = RunSpec(settings, view=view, meter=meter, session=choice, pool=self.pool)
+            spec = RunSpec(
+                settings,
+                view=JobView(job, self.warned),
+                budget=self.budget,  # the batch's --max-cost, spent by every job's model calls
+                session=SessionChoice(path=Path(session) if session else None),  # None: new
+                pool=self.pool,  # the workers' HTTP clients and one backoff per endpoint
+            )
             run = engine.open(spec)
             with self._lock:
                 self.running[job.index] = run
@@ -237,11 +251,11 @@ def end(run: Any) -> None:
         run.close()
 
 
-def finished(job: Job, result: RunResult) -> Outcome:
+def finished(job: BatchJob, result: RunResult) -> Outcome:
     return Outcome(job.id, result)
 
 
-def failed(job: Job, run: Any, error: AgiError) -> Outcome:
+def failed(job: BatchJob, run: Any, error: AgiError) -> Outcome:
     """A job that ended with an error: its exit code and message, and what it had done (the
     run's, or what the error says of a run that failed while opening)."""
     if run is None:

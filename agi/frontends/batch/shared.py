@@ -16,7 +16,7 @@ from typing import Any
 from agi.engine.result import RunResult, batch_record
 from agi.errors import CostLimit, UsageError
 from agi.messages import Usage
-from agi.providers.cost import Meter, money
+from agi.providers.cost import money
 
 
 @dataclass
@@ -136,26 +136,6 @@ class Budget:
         if spent is None:  # a call of unknown cost: the budget can no longer be kept
             return BudgetSpent("an unknown amount", money(self.limit))
         return BudgetSpent(money(spent), money(self.limit))
-
-
-class JobMeter(Meter):
-    """A run's meter (its own limit: the job's `max_cost`) that also adds every call to the
-    batch's budget and stops before a model call once that is spent."""
-
-    def __init__(self, prices: dict[str, Any], max_cost: float | None, budget: Budget):
-        super().__init__(prices, max_cost)
-        self.budget = budget
-
-    def check(self, label: str, model: str, caller: Any = None) -> None:
-        super().check(label, model, caller)
-        error = self.budget.reached()
-        if error is not None:
-            raise error
-
-    def record(self, label: str, model: str, usage: Usage | None, caller: Any = None) -> Usage:
-        call = super().record(label, model, usage, caller)
-        self.budget.add(call)
-        return call
 
 
 class Progress:

@@ -17,6 +17,7 @@ hook or stray print writes can reach the protocol stream.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import threading
@@ -37,7 +38,7 @@ from agi.frontends.mcp.call import (
 )
 
 if TYPE_CHECKING:
-    from agi.frontends.mcp.job import Base
+    from agi.frontends.mcp.call_run import Base
 
 TOOL = "agi"
 CANCEL_GRACE = 5.0  # seconds a cancelled run has to end before its worker is left behind
@@ -156,8 +157,8 @@ async def serve_call(calls: Calls, call: Call, ctx: Any, started: float, number:
 
             why = f"time limit reached: {call.timeout:g} s waiting for another call on the session"
             out = failure(LimitReached(why))  # the session is untouched: no "is kept" here
-            out.result.session = Path(call.session)
-            return out
+            named = dataclasses.replace(out.result, session=Path(call.session))
+            return dataclasses.replace(out, result=named)
         try:
             return await in_worker(calls, call, ctx, started, number)
         finally:
@@ -172,7 +173,7 @@ async def in_worker(calls: Calls, call: Call, ctx: Any, started: float, number: 
     import anyio
     import anyio.from_thread
 
-    from agi.frontends.mcp.job import Job
+    from agi.frontends.mcp.call_run import CallRun
 
     ended = threading.Event()
     sent = 0
@@ -186,7 +187,7 @@ async def in_worker(calls: Calls, call: Call, ctx: Any, started: float, number: 
         except Exception:  # the loop is gone (shutting down) or the request ended: not needed
             pass
 
-    job = Job(call, calls.base, started, progress)
+    job = CallRun(call, calls.base, started, progress)
 
     def work() -> Outcome:
         try:
@@ -220,7 +221,7 @@ def main(args: Any) -> int:
     """`agi --mcp-serve [OPTIONS]`: the options resolved once (a bad one is exit 2 now), then
     the server until stdin closes."""
     from agi.frontends.cli.flags import flags_layer
-    from agi.frontends.mcp.job import Base
+    from agi.frontends.mcp.call_run import Base
 
     for name, what in NOT_WITH.items():
         if getattr(args, name, None):

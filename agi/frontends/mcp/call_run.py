@@ -111,7 +111,7 @@ class Progress(Silent):
             self.send(f"{event.call.name}: {detail}" if detail else event.call.name)
 
 
-class Job:
+class CallRun:
     """One call's run. `run()` in a worker thread; `cancel()` from any thread, at any time."""
 
     def __init__(
