@@ -38,7 +38,6 @@ class Context:
     depth: int = 0  # 0 for the run's own agent, 1 for its subagents, ...
     warn: Callable[[str], None] = _ignore
     env: dict[str, str] = field(default_factory=dict)  # hook exports, for every process tools start
-    on_transport: Callable[[Transport], None] = _ignore  # told of every one (Neovim cancels)
     tools: list[Tool] | None = None  # the run's tools, built once, shared with its subagents
     transports: list[Transport] = field(default_factory=list)  # every one made: cancelled at exit
     meter: Meter | None = None  # every model call's usage and cost, and the --max-cost budget
@@ -229,7 +228,6 @@ def make_transport(settings: Settings, session: Session, ctx: Context) -> Transp
         pool=ctx.pool,
     )
     ctx.transports.append(transport)
-    ctx.on_transport(transport)
     return transport
 
 

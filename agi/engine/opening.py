@@ -97,6 +97,4 @@ def context_for(
         on_allowed=spec.on_allowed,
         pool=spec.pool,
     )
-    if spec.on_transport is not None:
-        ctx.on_transport = spec.on_transport
     return ctx

@@ -15,7 +15,7 @@ from agi.engine.seams import Ask, Files, View
 if TYPE_CHECKING:
     import threading
 
-    from agi.engine.seams import Event, ModelStream
+    from agi.engine.seams import Event
     from agi.options.settings import Settings
     from agi.providers.cost import Meter
     from agi.providers.wire import Pool
@@ -60,7 +60,6 @@ class RunSpec:
     budget: Budget | None = None  # spent with other runs: checked before, added after each call
     saved: int = 0  # the meter's calls already added to the session's meta.json
     on_child_event: Callable[[Event], None] | None = None  # subagents' events (ACP)
-    on_transport: Callable[[ModelStream], None] | None = None  # told of each one (Neovim)
     on_allowed: Callable[[str], None] | None = None  # the id of each call let run (ACP)
     interrupted: threading.Event | None = None  # the front end's cancel ends a wait for the lock
     interactive: bool = False  # a person takes turns (REPL, editor): --timeout is per turn
