@@ -1,4 +1,4 @@
-"""Checkpoints (CONTRACT section 18): what a turn's checkpoint costs, and the first snapshot.
+"""Checkpoints (docs: checkpoints): what a turn's checkpoint costs, and the first snapshot.
 
 - A generated tree of 5,000 files (100 directories of 50 text files, 0.2-8 KB), or the tree
   named by `AGI_BENCH_PROJECT` (a checkout of a real project; only read: snapshots never write

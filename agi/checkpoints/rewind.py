@@ -1,4 +1,4 @@
-"""Going back to before a turn (CONTRACT section 18): the turns of a session, what each
+"""Going back to before a turn (docs: checkpoints): the turns of a session, what each
 changed, and the restore of files and conversation.
 
 Files: for each working directory the turns since N worked in, the first snapshot since N is

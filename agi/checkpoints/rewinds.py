@@ -1,4 +1,4 @@
-"""What the model sees of a session that holds rewind records (CONTRACT section 18).
+"""What the model sees of a session that holds rewind records (docs: checkpoints).
 
 A rewind record is a line `{"role": "system", "content": TEXT, "rewind": {"turn": N, "to": I,
 ...}}` appended to messages.jsonl: from it on, the view is the view the session had when it held

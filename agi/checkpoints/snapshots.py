@@ -1,4 +1,4 @@
-"""Checkpoints of a session's turns (CONTRACT section 18), taken while a run works.
+"""Checkpoints of a session's turns (docs: checkpoints), taken while a run works.
 
 Each turn appends to the session's `checkpoints.jsonl` (one JSON object a line, appended, never
 rewritten; a torn line is skipped):

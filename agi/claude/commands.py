@@ -1,5 +1,5 @@
 """Claude Code slash commands: `/NAME args` or `/PLUGIN:NAME args` at the start of a prompt is
-replaced by the command file's body (CONTRACT section 12).
+replaced by the command file's body (docs: permissions).
 
 The body gets `$ARGUMENTS` and `$1`, `$2`, … from the rest of the first line (without
 `$ARGUMENTS` in the body, the arguments are appended as `ARGUMENTS: …`, as Claude Code does);
@@ -85,7 +85,7 @@ class Command:
     def model_may_run(self) -> bool:
         """Whether the SlashCommand tool offers it: front matter `disable-model-invocation`
         not true (an unreadable file is not offered). Unlike Claude Code, a command without a
-        `description` is offered too (CONTRACT section 21), by its name."""
+        `description` is offered too (docs: claude-code), by its name."""
         try:
             meta, _ = self.read()
         except UsageError:

@@ -1,4 +1,4 @@
-"""Claude Code plugins, loaded unchanged from `--plugin-dir DIR` (CONTRACT section 12).
+"""Claude Code plugins, loaded unchanged from `--plugin-dir DIR` (docs: permissions).
 
 A plugin directory holds `.claude-plugin/plugin.json` (its `name`; without one the directory's
 name), `hooks/hooks.json`, `agents/*.md`, `skills/*/SKILL.md`, `commands/*.md` and `.mcp.json`;

@@ -1,5 +1,5 @@
 """Names of a plugin's skills, agents and commands: `PLUGIN:NAME`, and the bare `NAME` when no
-other part of that kind has it (CONTRACT section 12)."""
+other part of that kind has it (docs: permissions)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Claude Code `settings.json` files (`--settings FILE`): their `hooks`, `permissions` and `env`.
 
 Other keys of Claude Code's are ignored; a malformed file, or a key of the wrong type, is a
-usage error naming the file and the key (CONTRACT section 12).
+usage error naming the file and the key (docs: permissions).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `SlashCommand` tool: the model runs a slash command (CONTRACT section 21).
+"""The `SlashCommand` tool: the model runs a slash command (docs: claude-code).
 
 Offered when some command may be run by the model: one whose front matter does not set
 `disable-model-invocation: true`. The result is the command's prompt, expanded as a typed

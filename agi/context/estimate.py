@@ -1,6 +1,6 @@
 """How big a request is, in tokens, estimated rather than tokenised: UTF-8 bytes over a ratio,
 calibrated against the prompt tokens the provider reports, so the check before each request costs
-next to nothing (CONTRACT section 10). Compaction and Ollama's context sizing use it."""
+next to nothing (docs: long-sessions). Compaction and Ollama's context sizing use it."""
 
 from __future__ import annotations
 

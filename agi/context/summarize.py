@@ -1,5 +1,5 @@
-"""Compaction: a summary stands in for the earlier conversation in the model's view (CONTRACT
-section 10), while the session stays append-only (`Session.append_compaction`).
+"""Compaction: a summary stands in for the earlier conversation in the model's view (docs:
+long-sessions), while the session stays append-only (`Session.append_compaction`).
 
 Pure parts (what to keep, what the summariser is shown and in how many pieces, the mechanical
 fallback, the record) and one driver, `compact`, around `ask`: the caller's ghost exchange.

@@ -1,6 +1,6 @@
 """How big a model's context window is: the config, else a built-in table of well-known models,
 else what the server's listing says (asked once, cached under $AGI_HOME for CACHE_DAYS), else
-unknown (CONTRACT section 10)."""
+unknown (docs: long-sessions)."""
 
 from __future__ import annotations
 

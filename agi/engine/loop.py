@@ -78,7 +78,7 @@ class Agent:
 
     def run(self, prompt: str) -> Generator[Event, None, Reply]:
         """Yield events while working; return the final reply. A turn of the session's
-        checkpoints (CONTRACT section 18) when this agent owns them (a subagent's changes are
+        checkpoints (docs: checkpoints) when this agent owns them (a subagent's changes are
         its parent's turn's)."""
         checkpoints = self.toolbox.checkpoints if self.toolbox.owner else NO_CHECKPOINTS
         try:

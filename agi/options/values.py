@@ -1,4 +1,4 @@
-"""The options layer (CONTRACT section 15): typed options, one layer per source, one precedence.
+"""The options layer (docs: configuration): typed options, one layer per source, one precedence.
 
 Built-in defaults < the config file < the environment < the front end's own layer (the command
 line's flags, Neovim's setup() options, an ACP session's mode and model, an MCP call's

@@ -2,7 +2,7 @@
 
 Rules (agi.policy.permissions) decide first: deny, ask, allow, in every mode (an ask rule asks
 even in bypassPermissions, as in Claude Code). A call no rule decides is left to the mode
-(CONTRACT sections 16 and 21):
+(docs: acp, claude-code):
 
 - `default`: it runs. A front end that sets `default_asks` (ACP) asks instead for calls that
   can change something.

@@ -1,5 +1,5 @@
 """Claude Code's permission rules: `Tool`, `Tool(specifier)`, `mcp__SERVER[__TOOL]`, `Task(AGENT)`,
-`Skill(NAME)`, judged deny, then ask, then allow; the first match wins (CONTRACT section 12).
+`Skill(NAME)`, judged deny, then ask, then allow; the first match wins (docs: permissions).
 
 Bash specifiers are the exact command, `PREFIX:*` (a word-boundary prefix) or a pattern where
 `*` is any text; a compound line is split by a shell parser (agi.policy.bash.parse) and every part

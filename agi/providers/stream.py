@@ -20,7 +20,7 @@ from agi.errors import ProviderError
 from agi.messages import ReasoningDelta, Reply, TextDelta, ToolCall, Usage
 from agi.policy.decoding import SurrogateJoin, clean
 
-SSE_LINE_LIMIT = 16 << 20  # bytes in one line of a stream (CONTRACT section 20)
+SSE_LINE_LIMIT = 16 << 20  # bytes in one line of a stream (docs: security)
 
 
 def _bounded(size: int) -> None:
@@ -139,7 +139,7 @@ class ThinkSplitter:
 def as_text(value: Any) -> str:
     """A field that must be a string, from a stream: a number (or any other JSON value) is
     kept as its JSON text, so a tool call named 5 is an error result (no such tool), never a
-    traceback (CONTRACT section 20)."""
+    traceback (docs: security)."""
     if isinstance(value, str):
         return value
     return "" if value is None else json.dumps(value)

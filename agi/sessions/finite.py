@@ -1,5 +1,5 @@
 """Numbers read back from session files are finite: JSON's 1e999 reads as infinity, and a
-count or cost that is not finite breaks every sum it enters (CONTRACT section 20)."""
+count or cost that is not finite breaks every sum it enters (docs: security)."""
 
 from __future__ import annotations
 

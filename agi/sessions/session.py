@@ -5,7 +5,7 @@ between whole lines; a process killed mid-write leaves at most one torn line, wh
 skips with a warning. Files are opened as agi.sessions.files says: never through a link.
 
 What the model sees is `view()`: the last complete compaction record and every line after it
-(CONTRACT section 10). A record is written in one `os.write` with the copies of the turns it
+(docs: long-sessions). A record is written in one `os.write` with the copies of the turns it
 keeps, and carries a digest of each copy line: Linux may still cut a large write short (a
 SIGKILL is checked between pages; a full disk), and a record whose copies are not all there,
 byte for byte, is left out of the view with the copies that did arrive, so the previous view

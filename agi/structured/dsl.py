@@ -1,4 +1,4 @@
-"""The --schema DSL (CONTRACT section 3) -> JSON Schema, with errors that point at the spot.
+"""The --schema DSL (docs: structured) -> JSON Schema, with errors that point at the spot.
 
 For example `name: str, age: int(0..150)?, tags: str[], kind: enum(a|b): "what it is"`.
 """
@@ -41,7 +41,7 @@ def error_at(text: str, pos: int, message: str, source: str = "--schema") -> Sch
 
 
 class Parser:
-    """A recursive-descent parser of the grammar in CONTRACT section 3, with exact positions."""
+    """A recursive-descent parser of the grammar in docs: structured (with exact positions)."""
 
     def __init__(self, text: str, source: str):
         self.text, self.source, self.pos, self.depth = text, source, 0, 0

@@ -117,7 +117,7 @@ class Toolbox:
         """Run a call, with its hooks; every failure becomes an `Error: …` result."""
         started = time.monotonic()
         try:
-            if call.problem:  # an id or name of the wrong JSON type (CONTRACT section 20)
+            if call.problem:  # an id or name of the wrong JSON type (docs: security)
                 raise ToolError(call.problem)
             tool = self.tools.get(call.name)
             if tool is None:
@@ -195,7 +195,7 @@ def pinned(name: str, input: dict[str, Any], cwd: str) -> dict[str, Any]:
     """A Write's or Edit's file as the real path it would touch now (links resolved, then
     `..`): the rules judge that path and the tool opens it following no link
     (agi.tools.reading.open_for_writing), so a link swapped in after the check cannot take the
-    write elsewhere (CONTRACT section 20)."""
+    write elsewhere (docs: security)."""
     path = input.get("file_path") if name in ("Write", "Edit") else None
     if not isinstance(path, str) or not path or "\0" in path:
         return input  # the tool says what is wrong with it

@@ -1,4 +1,4 @@
-"""User-defined tools: any executable that describes itself with `--describe` (CONTRACT section 6).
+"""User-defined tools: any executable that describes itself with `--describe` (docs: tools).
 
 `TOOL --describe` prints `{"name", "description", "parameters"}`; a call runs TOOL with the input
 JSON object on stdin, stdout and stderr interleaved are the result, a non-zero exit makes it

@@ -4,7 +4,7 @@ Keys accumulate until Enter: `r` sent once and `m x<Enter>` later is the line `r
 readline editing keys are applied (backspace, delete, left/right, home/end, C-a C-e C-b C-f C-u
 C-k C-w, C-c); keys whose effect depends on state the judge cannot see (Tab completion, history,
 yank, Meta keys, other escapes and control characters) make the line unreadable, and an
-unreadable line is judged as a line no rule can vouch for (CONTRACT section 20), as is a line
+unreadable line is judged as a line no rule can vouch for (docs: security), as is a line
 with history expansion (`!!`, `!-2`, `^old^new`), which brings back what was typed before.
 """
 

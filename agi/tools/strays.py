@@ -1,5 +1,5 @@
 """Processes a run started that left their process group and session (`setsid cmd &`, a
-daemon), found by a mark in their environment and ended with the run (CONTRACT section 20).
+daemon), found by a mark in their environment and ended with the run (docs: security).
 
 Every command a tool starts gets `AGI_JOB=<token>` in its environment; children inherit it
 through `setsid`, double forks and new sessions. At the end the processes of this user whose

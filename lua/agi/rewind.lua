@@ -1,4 +1,4 @@
--- :AgiRewind: put back the files that the buffer's last request changed (CONTRACT section 18),
+-- :AgiRewind: put back the files that the buffer's last request changed (docs: checkpoints),
 -- from the checkpoints of its session, by running `agi --rewind-files last -s SESSION` in the
 -- background; the buffers of the files it restored or removed are reloaded.
 local M = {}

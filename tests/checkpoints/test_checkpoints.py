@@ -1,4 +1,4 @@
-"""Checkpoints and rewind (CONTRACT section 18): the real executable, real Bash commands, in a
+"""Checkpoints and rewind (docs: checkpoints): the real executable, real Bash commands, in a
 git work tree and in a plain directory, against the scripted model server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoints and rewind (CONTRACT section 18), further: what
+"""Checkpoints and rewind (docs: checkpoints), further: what
 tests/checkpoints/test_checkpoints.py leaves out, each driven through the real executable
 against real commands.
 

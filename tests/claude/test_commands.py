@@ -1,4 +1,4 @@
-"""Slash commands through the real `agi` (CONTRACT section 12): `commands/` beside the config,
+"""Slash commands through the real `agi` (docs: permissions): `commands/` beside the config,
 arguments, shell steps and their permissions, front matter, unknown commands, stdin and the REPL."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Claude Code compatibility, third round (CONTRACT section 21), through the real executable with
+"""Claude Code compatibility, third round (docs: claude-code), through the real executable with
 real hook scripts: hook `if`, prompt hooks, asyncRewake, the PostToolUseFailure / SessionEnd /
 Notification / PermissionRequest events, commands in sub-directories, the SlashCommand tool and
 the permission modes."""

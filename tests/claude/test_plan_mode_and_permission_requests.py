@@ -1,4 +1,4 @@
-"""Review of issue 31 (CONTRACT section 21, with sections 7, 12 and 16): what
+"""Claude Code compatibility (docs: claude-code; hooks, permissions, acp): what
 tests/claude/test_hook_if_prompt_async.py left untested, and the gaps closed since — MCP tools
 marked read-only in the modes, a PermissionRequest hook's `updatedInput` / `updatedPermissions`,
 asyncRewake reports delivered mid-turn, SlashCommand as Claude Code offers and guards it, `if`
@@ -77,7 +77,7 @@ def allow(**decision) -> dict:
     }
 
 
-# -- MCP tools marked read-only (CONTRACT 16 and 21: plan offers them, modes never ask) --------
+# -- MCP tools marked read-only (docs: acp, claude-code: plan offers them, modes never ask) --------
 
 READ_ONLY_SERVER = """
 try:
@@ -359,7 +359,7 @@ def test_permission_rules_guard_slash_command_calls(agi, tmp_path):
     assert "/greet" in tool["function"]["description"]
     assert tool["function"]["description"].endswith(
         "- /plain"
-    )  # undescribed: offered (CONTRACT 21)
+    )  # undescribed: offered (docs: claude-code)
     greet, plain, fmt = tool_results(server.requests[1])
     assert greet == 'Error: denied by permission rule "SlashCommand(/greet:*)" (command line)'
     assert "No description here." in plain
@@ -436,7 +436,7 @@ def test_values_yaml_would_misread_are_retried_quoted_as_claude_code_does(agi, t
     assert "demo:simplify  [experimental] tidies code: keeps behaviour" in listed.stdout
 
 
-# -- the modes hold in every front end: a batch job (CONTRACT 21 with 19) -----------------------
+# -- the modes hold in every front end: a batch job (docs: claude-code, batch) ---------------------
 
 
 def test_the_permission_mode_holds_in_batch_jobs(agi, tmp_path):

@@ -1,4 +1,4 @@
-"""Claude Code plugins through the real `agi` (CONTRACT section 12): a plugin directory in Claude
+"""Claude Code plugins through the real `agi` (docs: permissions): a plugin directory in Claude
 Code's layout, written here, whose hooks, skill, agent, command and MCP server all work; names
 `PLUGIN:NAME` and bare; a loop plugin whose Stop hook reads Claude Code's transcript with jq;
 transcript.jsonl; and bad plugin files."""

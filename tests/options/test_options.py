@@ -1,4 +1,4 @@
-"""The options layer (CONTRACT section 15): one precedence for every front end, errors that name
+"""The options layer (docs: configuration): one precedence for every front end, errors that name
 where a setting came from, resolving that runs nothing, and the first-hour papercuts of the
 command line. The real executable against the scripted model server; Neovim in a real headless
 Neovim."""

@@ -1,5 +1,5 @@
 """The Bash judge, table-driven: forms from bash's manual and the reports of issue 27, each
-expected to run, to be denied by the deny rule, or to find no allow rule (CONTRACT section 20).
+expected to run, to be denied by the deny rule, or to find no allow rule (docs: security).
 
 One real `agi` run under `--permission-mode dontAsk` with a few allow rules and
 `--deny 'Bash(rm:*)'` gets every form as a Bash call of one turn; the results, in call order,

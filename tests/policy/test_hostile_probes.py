@@ -1,4 +1,4 @@
-"""A fresh round of hostile probes after issue 27's fixes (CONTRACT section 20): what the
+"""A fresh round of hostile probes after issue 27's fixes (docs: security): what the
 Bash judge and the Terminal's line replay missed, each a class closed in the code.
 
 - positional parameters (`$1`, `$0`) in arithmetic: a function named like an allowed command
@@ -449,7 +449,7 @@ def test_a_link_flipped_while_writes_run_never_takes_one_past_a_deny_rule(agi, t
 
 @pytest.mark.parametrize("field", ["id", "name"])
 def test_a_tool_call_id_or_name_of_the_wrong_type_is_an_error_result(agi, tmp_path, field):
-    """CONTRACT 20: a numeric id (or name) is an error result; the call does not run."""
+    """docs: security: a numeric id (or name) is an error result; the call does not run."""
     marker = tmp_path / "ran"
     tc = {"index": 0, "id": "c1", "type": "function"}
     tc["function"] = {"name": "Bash", "arguments": json.dumps({"command": f"touch {marker}"})}

@@ -1,4 +1,4 @@
-"""Issue 27 (CONTRACT section 20): path rules on the real path, Write/Edit refusing agi's own
+"""Issue 27 (docs: security): path rules on the real path, Write/Edit refusing agi's own
 output and special files, kernel files that never end, lone surrogates in arguments. The real
 `agi` against the scripted server."""
 
@@ -373,7 +373,7 @@ def test_stdin_that_never_ends_is_cut_by_the_timeout(env, tmp_path):
     finally:
         os.close(read)
         os.close(write)
-    assert proc.returncode == 4, err  # a limit reached (CONTRACT section 2)
+    assert proc.returncode == 4, err  # a limit reached (docs: exit-codes)
     assert "time limit reached: 2 s (--timeout)" in err
 
 

@@ -1,4 +1,4 @@
-"""Permission rules (CONTRACT section 12): a table of commands and paths against rule sets, then
+"""Permission rules (docs: permissions): a table of commands and paths against rule sets, then
 the real `agi` executable: denials as tool results, ask in a pipe and on a terminal, dontAsk,
 and how rules and PreToolUse hooks overrule each other."""
 

@@ -1,4 +1,4 @@
-"""The native Anthropic Messages transport and the Gemini preset (CONTRACT section 11).
+"""The native Anthropic Messages transport and the Gemini preset (docs: models).
 
 Recorded streams (tests/fixtures/anthropic, see SOURCES.md) are replayed over real HTTP by the
 scripted server and fed to the decoder split at every byte boundary; the expected values below

@@ -1,4 +1,4 @@
-"""User-defined executable tools (CONTRACT section 6): real scripts in Bash and Python.
+"""User-defined executable tools (docs: tools): real scripts in Bash and Python.
 
 Unit tests call the tool objects directly; the end-to-end tests drive the real `agi` executable
 against the scripted server.

@@ -383,7 +383,7 @@ def test_edit_replace_all(agi, tmp_path):
 
 def test_tempdir_is_a_new_private_directory_per_call(agi, tmp_path):
     """Each call makes its own directory (mode 0700, under TMPDIR), usable while the run goes
-    on, and removed when it ends (CONTRACT section 20)."""
+    on, and removed when it ends (docs: security)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
 

@@ -1,4 +1,4 @@
-"""Where hook events fire in a run, and what their outcomes do to it (CONTRACT section 7).
+"""Where hook events fire in a run, and what their outcomes do to it (docs: hooks).
 
 `agi.claude.hooks.run` runs the scripts and merges their answers; this module builds the
 payloads, records every hook run in the trace, shows messages, and turns outcomes into results,

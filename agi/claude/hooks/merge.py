@@ -1,5 +1,5 @@
 """Merging what one event's hooks said into one verdict (`Outcome`): any block wins,
-permissions are deny > ask > allow, contexts and messages add up (CONTRACT sections 7, 21)."""
+permissions are deny > ask > allow, contexts and messages add up (docs: hooks, claude-code)."""
 
 from __future__ import annotations
 

@@ -287,7 +287,7 @@ def start_async(
     running: Running,
 ) -> dict[str, Any]:
     """`async: true`: start the command, feed it the payload from a thread, and go on; it is
-    killed after its timeout and its output is not used (CONTRACT section 12). With
+    killed after its timeout and its output is not used (docs: permissions). With
     `asyncRewake: true` its stderr is kept, and an exit 2 is added to `rewakes`."""
     keep = hook.rewake and rewakes is not None
     out = PIPE if keep else subprocess.DEVNULL

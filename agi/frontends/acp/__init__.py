@@ -1,4 +1,4 @@
-"""`agi --acp`: the Agent Client Protocol agent that editors drive (CONTRACT section 16).
+"""`agi --acp`: the Agent Client Protocol agent that editors drive (docs: acp).
 
 `main` is the entry point; `stdio` answers `initialize` while the library loads; `server` the
 protocol methods; `session` and `turn` an agi session per ACP session and its turns; `bridge`

@@ -1,4 +1,4 @@
-"""`agi --acp`: an Agent Client Protocol (v1) agent on stdio, for editors (CONTRACT section 16).
+"""`agi --acp`: an Agent Client Protocol (v1) agent on stdio, for editors (docs: acp).
 
 JSON-RPC over stdin/stdout through the official `agent-client-protocol` library (imported only
 here); stdout carries nothing else. Each ACP session is an ordinary agi session directory whose

@@ -1,4 +1,4 @@
-"""Permissions through the editor (CONTRACT section 16). The decisions are agi.policy.guard's
+"""Permissions through the editor (docs: acp). The decisions are agi.policy.guard's
 (rules first, then the session's mode); this module is the editor's side: the modes as ACP
 lists them, the question as `session/request_permission` (sent after the `tool_call` it
 concerns, with its diff), and the rules `allow_always` / `reject_always` add, kept in the

@@ -1,4 +1,4 @@
-"""The ACP agent: the protocol's methods over agi's sessions (CONTRACT section 16). The
+"""The ACP agent: the protocol's methods over agi's sessions (docs: acp). The
 `acp` library carries the JSON-RPC; a failure is a JSON-RPC error whose message is agi's one
 line, and the session stays usable."""
 

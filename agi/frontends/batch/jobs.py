@@ -1,4 +1,4 @@
-"""The jobs of `agi --batch` (CONTRACT section 19): JSON lines read and checked before anything
+"""The jobs of `agi --batch` (docs: batch): JSON lines read and checked before anything
 runs (a bad line is a usage error naming its number), `--shard K/N`, and the jobs an earlier
 `--batch-out` file already holds with exit 0 (resume)."""
 
@@ -36,7 +36,7 @@ class BatchJob:
 
     @property
     def source(self) -> str:
-        """Where this job's settings come from, for error messages (CONTRACT section 15)."""
+        """Where this job's settings come from, for error messages (docs: configuration)."""
         return f"batch line {self.line}"
 
 

@@ -1,4 +1,4 @@
-"""`agi --batch FILE|-` (CONTRACT section 19): many prompts in one process, one JSON line out per
+"""`agi --batch FILE|-` (docs: batch): many prompts in one process, one JSON line out per
 job as it finishes, one budget and one backoff for all, resume from `--batch-out`, `--shard K/N`.
 
 The input is read and checked whole before any job starts (exit 2 naming the line). Signals:

@@ -1,4 +1,4 @@
-"""What the jobs of `agi --batch` share (CONTRACT section 19): the output lines (stdout and the
+"""What the jobs of `agi --batch` share (docs: batch): the output lines (stdout and the
 `--batch-out` file, a whole line at a time), one cost budget, and the progress line on a
 terminal. The workers' HTTP clients and one backoff per endpoint are agi.providers.pool's."""
 

@@ -40,7 +40,7 @@ def read_prompt(args: argparse.Namespace, limit: int | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     """`agi`: the run, then its cleanup (SessionEnd hooks, what the tools started) whatever
     happened. SIGHUP is taken like SIGTERM (exit 129); a signal during the cleanup cuts it
-    short, and after a finished run it still sets the exit code (CONTRACT section 2)."""
+    short, and after a finished run it still sets the exit code (docs: exit-codes)."""
     from agi.process import end_run, exit_now_if_stuck, interrupt_on, standard_streams
 
     started = time.monotonic()

@@ -146,7 +146,7 @@ def write_result(run: Any, result: RunResult) -> None:
 
 def shown(text: str, json_text: bool = False) -> str:
     """What goes to stdout: as it is for a pipe or a file; on a terminal, with the control
-    characters of a model's text escaped (CONTRACT section 20), JSON staying JSON (json.dumps
+    characters of a model's text escaped (docs: security), JSON staying JSON (json.dumps
     leaves DEL and the C1 codes raw; 0x9b is a CSI of its own)."""
     try:
         terminal = sys.stdout.isatty()

@@ -1,4 +1,4 @@
-"""`agi --rewind`: the turns of a session, and going back to before one (CONTRACT section 18).
+"""`agi --rewind`: the turns of a session, and going back to before one (docs: checkpoints).
 
 stdout: the listing, or one line per file (`restored PATH`, `removed PATH`; `would ...` with
 --dry-run) and one for the conversation. stderr: `agi: PATH was changed by someone else since

@@ -1,2 +1,2 @@
-"""`agi --mcp-serve`: agi as an MCP tool for other agents (CONTRACT section 17): `serve` the
+"""`agi --mcp-serve`: agi as an MCP tool for other agents (docs: mcp-server): `serve` the
 server, `call` the tool's schemas and a call's limits, `job` the run behind one call."""

@@ -1,4 +1,4 @@
-"""One call of the MCP tool `agi` (CONTRACT section 17): its arguments checked against the
+"""One call of the MCP tool `agi` (docs: mcp-server): its arguments checked against the
 server's limits, its run, and its result. Plain Python: the `mcp` SDK stays in mcp_serve.
 
 The server's options are the defaults and the limits of every call. A call may narrow them

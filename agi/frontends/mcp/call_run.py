@@ -59,7 +59,7 @@ class Base:
         return cls(layer, settings, limits)
 
     def for_call(self, call: Call) -> Settings:
-        """The server's settings with the call's fields over them (CONTRACT section 15: the
+        """The server's settings with the call's fields over them (docs: configuration: the
         call's layer is the last). What the call does not give stays as resolved at start."""
         from agi.options.settings import judge_criteria, system_prompt
 

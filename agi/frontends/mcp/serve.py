@@ -1,4 +1,4 @@
-"""`agi --mcp-serve`: agi as a Model Context Protocol server on stdio (CONTRACT section 17).
+"""`agi --mcp-serve`: agi as a Model Context Protocol server on stdio (docs: mcp-server).
 
 The official `mcp` SDK's low-level server (it lets the tool declare an `outputSchema` and return
 `structuredContent`, and hands each request to its own task, so calls run concurrently and a

@@ -1,5 +1,5 @@
 """What a Bash line makes bash run, found by a real shell parser (tree-sitter-bash) and
-evaluated the way bash will (CONTRACT section 20).
+evaluated the way bash will (docs: security).
 
 Every command of a compound line (`&&`, `||`, `;`, `|`, newlines, `$(…)`, backticks, process
 substitution, loops, functions) is a Part, judged on its own, with its words as bash gives them

@@ -1,4 +1,4 @@
-"""Values put into shell text by reference, never as text (CONTRACT section 20).
+"""Values put into shell text by reference, never as text (docs: security).
 
 A command's `$ARGUMENTS` and `$1`, `$2`, … and a plugin's `${CLAUDE_PLUGIN_ROOT}` in a shell
 step or a hook command become references the shell expands from its environment and positional

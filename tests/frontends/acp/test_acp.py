@@ -1,4 +1,4 @@
-"""`agi --acp` through the `acp` library's client connection (CONTRACT section 16): the protocol,
+"""`agi --acp` through the `acp` library's client connection (docs: acp): the protocol,
 sessions as directories, streaming, stop reasons, errors. Every message agi sends is checked
 against the official v1 schema (tests/acp_client.py)."""
 

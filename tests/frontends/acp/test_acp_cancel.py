@@ -1,5 +1,5 @@
 """`agi --acp`: cancel, a client that never answers or goes away, several sessions at once
-(CONTRACT section 16). No wall-clock assertions: hang guards only, and concurrency shown by
+(docs: acp). No wall-clock assertions: hang guards only, and concurrency shown by
 the intervals the commands themselves record."""
 
 from __future__ import annotations

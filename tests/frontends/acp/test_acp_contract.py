@@ -1,4 +1,4 @@
-"""CONTRACT section 16, point by point, where tests/test_acp*.py left a point unproven: each test
+"""docs: acp point by point, where tests/frontends/acp/test_acp*.py left a point unproven: each test
 drives `agi --acp` through the `acp` library's client connection (tests/acp_client.py), and
 every message agi sends is checked against the official v1 schema."""
 

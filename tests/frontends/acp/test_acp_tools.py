@@ -1,5 +1,5 @@
 """`agi --acp`: tool calls as the editor sees them, permissions through the editor, the
-editor's files, MCP servers from session/new, hooks (CONTRACT section 16)."""
+editor's files, MCP servers from session/new, hooks (docs: acp)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`agi --batch` (CONTRACT section 19), driven through the real executable against the scripted
+"""`agi --batch` (docs: batch), driven through the real executable against the scripted
 server: output lines valid and complete, every prompt sent once (also across a SIGKILL and a
 resume), shards that partition the input, the shared budget and backoff in the recorded
 requests, Ctrl-C, and bad input named by its line number."""

@@ -1,4 +1,4 @@
-"""`agi --batch` against CONTRACT section 19, point by point, where
+"""`agi --batch` against docs: batch point by point, where
 tests/frontends/batch/test_batch.py leaves a point unproven: each per-job field, completion order,
 the default of 4 workers, the shared backoff after a 429 that its job does not retry, Ctrl-C within
 --timeout, and a --batch-out write that fails half way. The real executable against

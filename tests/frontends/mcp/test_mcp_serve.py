@@ -1,4 +1,4 @@
-"""`agi --mcp-serve` (issue 28, CONTRACT section 17): the real executable as an MCP server,
+"""`agi --mcp-serve` (issue 28, docs: mcp-server): the real executable as an MCP server,
 driven by the `mcp` SDK's own client (ClientSession over stdio) against the scripted model.
 
 Each test starts one server and makes several calls through it. Concurrency is shown by the

@@ -1,4 +1,4 @@
-"""`agi --mcp-serve` against CONTRACT section 17 and issue 28, point by point, where
+"""`agi --mcp-serve` against docs: mcp-server and issue 28, point by point, where
 tests/frontends/mcp/test_mcp_serve.py leaves a point unproven: the server's options as the calls'
 defaults, `exit_code` criteria, a call's `timeout` and `max_cost` as its own, every result valid
 under the tool's `outputSchema` (exit 5 included), a cancelled call's model request closed, the

@@ -380,7 +380,7 @@ def test_neovim_stays_responsive_while_the_model_streams(editor):
     assert texts and "agi refactor" in texts[0][0][0], spinner
     assert event["status"] == "done"
     assert ed.lines(buf)[1] == "    result = [x * 2 for x in items]"
-    # no spinner once it is done: the request's usage instead (contract section 13)
+    # no spinner once it is done: the request's usage instead (docs: neovim)
     assert ed.nvim.vars["agi_status"] == "agi 10 in, 5 out, cost unknown"
 
 
@@ -520,7 +520,7 @@ def test_preview_waits_for_accept_or_reject(editor):
         ed.command("AgiReject")
     assert ed.lines() == PY_BUFFER
     # nothing shown any more; only the (invisible) range of the last request stays tracked,
-    # for :AgiRefine (contract section 13)
+    # for :AgiRefine (docs: neovim)
     marks = ed.lua("return vim.api.nvim_buf_get_extmarks(0, -1, 0, -1, {details = true})")
     shown = ("virt_lines", "virt_text", "hl_group", "line_hl_group", "sign_text")
     assert [m for m in marks if any(key in m[3] for key in shown)] == []

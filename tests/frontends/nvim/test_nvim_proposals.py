@@ -1,4 +1,4 @@
-"""Neovim, second round (contract section 13): the proposal streams in as virtual lines, is
+"""Neovim, second round (docs: neovim): the proposal streams in as virtual lines, is
 reviewed hunk by hunk, refined in its own session; :AgiModel; usage and cost. A real headless
 Neovim, the real remote plugin, the scripted model server (streaming slowly where it matters)."""
 
