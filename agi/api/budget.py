@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
+from agi.engine.budget import BudgetedMeter
 from agi.errors import CostLimit
 from agi.messages import Usage
-from agi.providers.cost import REPORTS_COST, Meter, missing_price, money
+from agi.providers.cost import REPORTS_COST, missing_price, money
 
 
 class BudgetSpent(CostLimit):
@@ -58,13 +58,9 @@ class Budget:
         return f"agi.Budget({self.limit:g}, spent={self.spent})"
 
 
-class BudgetMeter(Meter):
-    """A run's meter (its own `max_cost` too) that adds every call to a Budget and stops before
-    a call once the budget is spent."""
-
-    def __init__(self, prices: dict[str, Any], max_cost: float | None, budget: Budget):
-        super().__init__(prices, max_cost)
-        self.budget = budget
+class BudgetMeter(BudgetedMeter):
+    """The engine's budgeted meter (agi.engine.budget), whose models need prices up front, as
+    under `max_cost`: a missing price names agi.Budget."""
 
     def require(self, label: str, model: str) -> None:
         super().require(label, model)
@@ -72,14 +68,3 @@ class BudgetMeter(Meter):
             from agi.errors import UsageError
 
             raise UsageError(missing_price(label).replace("--max-cost", "agi.Budget"))
-
-    def check(self, label: str, model: str, caller: Any = None) -> None:
-        super().check(label, model, caller)
-        error = self.budget.reached()
-        if error is not None:
-            raise error
-
-    def record(self, label: str, model: str, usage: Usage | None, caller: Any = None) -> Usage:
-        call = super().record(label, model, usage, caller)
-        self.budget.add(call)
-        return call
