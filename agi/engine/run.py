@@ -323,8 +323,6 @@ class Run:
         def asked() -> Any:
             return ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
 
-        if agent.compactor is None:
-            return drain(asked(), handle)
         return drain(agent.compactor.resend_once(asked), handle)
 
     # events, for the views
@@ -350,9 +348,7 @@ class Run:
         """The permission mode from now on (an editor's session/set_mode): this agent's guard
         and every agent assembled later."""
         self.ctx.mode = mode
-        guard = self.agent.toolbox.guard
-        if guard is not None:
-            guard.set_mode(mode)
+        self.agent.toolbox.guard.set_mode(mode)
 
     def interrupt(self) -> None:
         """Stop the turn in progress (from any thread: an editor's cancel): the model request
