@@ -22,7 +22,7 @@ import time
 
 from agi.errors import AgiError, Interrupted, TimeLimit
 from agi.policy.decoding import STDIO_ERRORS
-from agi.policy.environment import withhold
+from agi.policy.environment import forget, withheld, withhold
 from agi.policy.redaction import redact, usable
 
 TYPE_CHECKING = False  # not typing's: `agi --version` imports neither typing nor threading
@@ -199,12 +199,10 @@ def hide_keys(key: str | None) -> None:
     every child (child_env); agi's own key variables also leave os.environ."""
     Stdout.secrets = usable([key])
     withhold(key)
-    keep = {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
-    if "*" in keep:
-        return
-    for name, value in list(os.environ.items()):
-        if name not in keep and (name == "AGI_API_KEY" or key and len(key) >= 8 and key in value):
-            del os.environ[name]
+    names = withheld(dict(os.environ))
+    forget(names)  # from agi's environment block too (/proc/PID/environ)
+    for name in names:
+        del os.environ[name]
 
 
 def interrupt_on(*signums: int) -> None:
