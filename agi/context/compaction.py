@@ -78,7 +78,7 @@ class Compactor:
                 m.label,
                 m.model,
                 self.settings.window.windows,
-                self.settings.home,
+                self.settings.state,
                 m.base_url,
                 m.api_key,
                 ollama=m.provider == "ollama",

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agi.claude.hooks.lifecycle import Lifecycle
     from agi.claude.subagents import AgentFile
     from agi.engine.loop import Agent
@@ -92,7 +94,7 @@ def assemble(
         cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
     )
     guard = make_guard(settings, session, ctx, lifecycle, tools)
-    if ctx.depth == 0 and ctx.checkpoints is None:
+    if ctx.depth == 0 and ctx.checkpoints is None and not settings.ephemeral:
         from agi.checkpoints.snapshots import for_run
 
         ctx.checkpoints = for_run(settings, session, ctx.cwd, ctx.warn)
@@ -223,7 +225,7 @@ def make_transport(settings: Settings, session: Session, ctx: Context) -> Transp
         deadline=ctx.deadline,
         timeout=settings.timeout,
         meter=ctx.meter,
-        home=settings.home,
+        home=settings.state,
         windows=settings.window.windows,
         pool=ctx.pool,
     )
@@ -245,13 +247,14 @@ def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
     if sources.files or sources.dirs:
         from agi.tools.external import load_tools
 
-        own, warnings = load_tools(sources.files, sources.dirs, settings.home / "tool-cache.json")
+        cache = cache_file(settings, "tool-cache.json")
+        own, warnings = load_tools(sources.files, sources.dirs, cache)
         tools += own
         _warn_all(ctx, warnings)
     if sources.mcp:
         from agi.tools.mcp import load_mcp
 
-        mcp_tools, warnings = load_mcp(sources.mcp, settings.home / "mcp-cache.json")
+        mcp_tools, warnings = load_mcp(sources.mcp, cache_file(settings, "mcp-cache.json"))
         tools += mcp_tools
         _warn_all(ctx, warnings)
     if settings.skills:
@@ -266,6 +269,12 @@ def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
         if slash.commands:  # some command the model may run
             tools.append(slash)
     return tools
+
+
+def cache_file(settings: Settings, name: str) -> Path | None:
+    """A cache under $AGI_HOME; none for an ephemeral run, which writes nothing (docs: volume)."""
+    state = settings.state
+    return None if state is None else state / name
 
 
 def _warn_all(ctx: Context, warnings: list[str]) -> None:
@@ -322,7 +331,12 @@ class Spawner:
 
         settings = self.settings.for_agent(agent, subagent_model(self.settings, agent))
         parent = self.parent
-        session = Session.open(subagent_dir(parent.path, agent.name), parent.secrets)
+        if parent.ephemeral:  # an ephemeral run's subagents keep nothing either
+            from agi.sessions.session import MemorySession
+
+            session: Session = MemorySession(parent.secrets)
+        else:
+            session = Session.open(subagent_dir(parent.path, agent.name), parent.secrets)
         session.write_meta(
             model=settings.model.label,
             parent=str(parent.path),

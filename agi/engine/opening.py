@@ -37,6 +37,8 @@ def open_session(settings: Settings, choice: SessionChoice) -> Session:
 
     if choice.held is not None:
         return choice.held
+    if settings.ephemeral:  # docs: volume
+        return ephemeral_session(settings, choice)
     index = SessionIndex(settings.home)
     path = choice.path
     if choice.cont:
@@ -52,6 +54,27 @@ def open_session(settings: Settings, choice: SessionChoice) -> Session:
     session = Session.open(path or fresh_path(index), secrets=[key] if key else [])
     index.record(session.path)
     return session
+
+
+def ephemeral_session(settings: Settings, choice: SessionChoice) -> Session:
+    """An ephemeral run's conversation, in memory alone; a session named, continued or forked
+    is one it would have to keep: a usage error."""
+    from agi.sessions.session import MemorySession
+
+    asked = [
+        name
+        for name, given in (
+            ("--session", choice.path),
+            ("--continue", choice.cont),
+            ("--fork", choice.fork),
+            ("--compact", choice.compact),
+        )
+        if given
+    ]
+    if asked:
+        raise UsageError(f"--ephemeral keeps no session: it cannot be used with {asked[0]}")
+    key = settings.model.api_key
+    return MemorySession(secrets=[key] if key else [])
 
 
 def fresh_path(index: SessionIndex) -> Path:

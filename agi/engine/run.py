@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
@@ -274,7 +275,7 @@ class Run:
                 session.trace({"type": "judgement", "error": str(e)})
         self.verdict = verdict
         usage = self.meter.total
-        return RunResult(answer, code, session.path, agent.steps, usage, error, verdict)
+        return RunResult(answer, code, kept(session), agent.steps, usage, error, verdict)
 
     def compact(self, focus: str) -> str | None:
         """A manual compaction under the session's lock (`--compact`, the REPL's /compact);
@@ -296,7 +297,7 @@ class Run:
         done = RunResult(
             answer,
             0,
-            None if session is None else session.path,
+            None if session is None else kept(session),
             0 if agent is None else agent.steps,
             self.meter.total,
             verdict=self.verdict,
@@ -318,7 +319,7 @@ class Run:
             self.dispatch(event)
 
         self.dispatch(StepStart(agent.steps + 1))
-        formats = Formats.of(agent.wire, self.settings.home)  # what earlier runs learnt
+        formats = Formats.of(agent.wire, self.settings.state)  # what earlier runs learnt
 
         def asked() -> Any:
             return ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
@@ -399,6 +400,11 @@ class Run:
         if session is not None:
             return str(session.redact(text))
         return redact(text, usable([self.settings.model.api_key]))
+
+
+def kept(session: Session) -> Path | None:
+    """The session a run reports: its directory, or None for an ephemeral run's."""
+    return None if session.ephemeral else session.path
 
 
 LOCK_SLICE = 0.2  # seconds of waiting for the session's lock between looks at a cancel

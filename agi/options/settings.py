@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
     """The system prompt files concatenated in order (`default` is the built-in prompt);
     `where` names the option in errors (`--sys`, `config.toml: sys`)."""
+    from agi.fileio import PROMPT_LIMIT, read_text
     from agi.prompts import default_system_prompt
 
     if not files:
@@ -36,8 +37,9 @@ def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
         if name == "default":
             parts.append(default_system_prompt())
             continue
-        try:
-            parts.append(Path(name).expanduser().read_text(encoding="utf-8").strip())
+        try:  # docs: security (bounded; a pipe only from the command line, within --timeout)
+            text = read_text(name, PROMPT_LIMIT, pipes=where in ("--sys", "/sys"))
+            parts.append(text.strip())
         except OSError as e:
             raise UsageError(f"{where}: cannot read {name}: {e.strerror}") from e
         except UnicodeDecodeError as e:
@@ -106,6 +108,14 @@ class Settings:
     plugins: list[Plugin] = field(default_factory=list)  # --plugin-dir, for listings
     checkpoints: bool = True  # --no-checkpoints, checkpoints = false
     stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
+    ephemeral: bool = False  # --ephemeral: the run writes nothing of its own (docs: volume)
+
+    @property
+    def state(self) -> Path | None:
+        """Where the run may write what it learns (caches of tool descriptions, MCP lists,
+        context windows, refused structured-output forms): $AGI_HOME, or None when the run is
+        ephemeral (docs: volume)."""
+        return None if self.ephemeral else self.home
 
     def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
         """A subagent's settings: its file's prompt, tools (less its `disallowedTools`) and
@@ -175,6 +185,7 @@ class Settings:
             window=_window(r),
             checkpoints=o.checkpoints is not False,
             stdin_limit=o.stdin_limit,
+            ephemeral=bool(o.ephemeral),
             **extensions,
         )
 

@@ -134,6 +134,19 @@ OPTIONS: tuple[Option, ...] = (
         doc="seconds a stream may stay silent (or send only keep-alives) before it has failed"),
     Opt("max_tokens", "the reply's limit, sent to every provider", "model", type="int",
         check=c.COUNT),
+    Opt("api", "the wire protocol for OpenAI models: responses or chat", "model", ("--api",),
+        type="str", check=c.one_of("responses", "chat", quoted=True),
+        choices=("responses", "chat"), fronts=("batch", "mcp"),
+        doc="`responses`: OpenAI's Responses API; `chat`: chat completions; unset: the "
+        "Responses API for the `openai` provider's gpt-5 family and o-series, chat completions "
+        "for the rest (also in `[providers.NAME]` and `[models.\"NAME\"]`)"),
+    Opt("service_tier", "OpenAI's processing tier: auto, default, flex or priority", "model",
+        ("--service-tier",), type="str",
+        check=c.one_of("auto", "default", "flex", "priority", quoted=True),
+        choices=("auto", "default", "flex", "priority"), fronts=("batch", "mcp"),
+        doc="sent as `service_tier` to the providers that take it (OpenAI); under `flex` a "
+        "request may wait up to 15 minutes for its first byte and a 429 \"resource "
+        "unavailable\" is retried; cost uses the tier's prices where known"),
     # sessions
     Opt("session", "use DIR as the conversation", "session", ("-s", "--session"), metavar="DIR",
         fronts=("batch", "mcp"),
@@ -177,6 +190,12 @@ OPTIONS: tuple[Option, ...] = (
         ("--rewind-conversation",), metavar="N"),
     Opt("dry_run", "with --rewind*: print what would change", "session", ("--dry-run",),
         "switch"),
+    Opt("ephemeral", "write nothing: no session, trace, index entry, lock or checkpoint",
+        "session", ("--ephemeral",), "switch", type="bool", check=c.BOOL, default=False,
+        fronts=("batch",),
+        doc="the run writes nothing of its own, under `$AGI_HOME` or anywhere: no session "
+        "directory, trace, index entry, lock or checkpoint (`--output json` says `\"session\": "
+        "null`); not with `-s`, `-c`, `--fork`, `--rewind` or `-i`"),
     Opt("checkpoints",
         "take no checkpoints of the working directory (config: checkpoints = false)", "session",
         ("--no-checkpoints",), "switch", type="bool", check=c.BOOL, default=True, given=False,
@@ -278,6 +297,13 @@ OPTIONS: tuple[Option, ...] = (
     Opt("no_network", "with --sandbox: no network inside the sandbox", "sandbox",
         ("--no-network",), "switch", type="bool", check=c.BOOL, default=False),
     # input and output
+    Opt("attachments", "attach an image or PDF to the prompt (repeatable)", "io",
+        ("-a", "--attach"), "list", metavar="FILE", type="list[str]", check=c.NAMES,
+        fronts=("batch", "mcp"),
+        doc="an image (PNG, JPEG, GIF, WebP) or a PDF sent with the prompt, kept once in the "
+        "session as `attachments/SHA256.EXT`" + _REPEAT),
+    Opt("attach_limit", "bytes an attached file may have at most", "io", type="int",
+        check=c.BYTES, default=20 << 20, doc="bytes an attached file may have; more is exit 2"),
     Opt("no_stdin", "do not read standard input", "io", ("--no-stdin",), "switch",
         doc="never read stdin (for supervisors that leave it open)"),
     Opt("stdin_limit", "bytes of stdin read at most", "io", type="int", check=c.BYTES,

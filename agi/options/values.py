@@ -58,6 +58,8 @@ class Options:
     providers: dict[str, Any] | None = None
     idle_timeout: float | None = None
     max_tokens: int | None = None
+    api: str | None = None  # "responses" or "chat" (docs: responses)
+    service_tier: str | None = None
     # what the model is told and asked for, and the run's limits
     sys: list[str] | None = None
     schema: str | None = None
@@ -91,8 +93,11 @@ class Options:
     context_window: int | None = None
     models: dict[str, Any] | None = None
     checkpoints: bool | None = None
+    ephemeral: bool | None = None
     # what stdin and stderr may carry
     stdin_limit: int | None = None
+    attachments: list[str] | None = None  # -a FILE (docs: attachments)
+    attach_limit: int | None = None
     output: str | None = None
     verbose: bool | None = None
     quiet: bool | None = None

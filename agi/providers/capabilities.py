@@ -6,7 +6,8 @@ or `"json_object"` (with an optional `"schema"` it enforces with a grammar) and 
 rest with a 500; others know only `json_object`, or nothing. A ghost exchange tries the strongest
 form first and falls back on a refusal that names `response_format`. Refusals are remembered
 per base URL and model under `$AGI_HOME` (like the MCP tool lists), so a later run starts with
-the form that works and pays no refused request.
+the form that works and pays no refused request. Within one process (a batch, a server) they
+are remembered in memory too, for the runs that write nothing (docs: volume).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def request_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+LEARNT: dict[str, list[str]] = {}  # endpoint -> forms it refused, learnt by this process
+
+
 class Formats:
     """The structured-output forms still worth trying at one endpoint (base URL and model)."""
 
@@ -45,6 +49,9 @@ class Formats:
             known = entry.get("refused_formats")
             if isinstance(known, list):
                 self.refused = [k for k in known if k in FORMATS and k != "instructions"]
+        for kind in LEARNT.get(self.key, ()):  # this process's runs, ephemeral ones too
+            if kind not in self.refused:
+                self.refused.append(kind)
 
     @classmethod
     def of(cls, transport: Any, home: Path | None) -> Formats:
@@ -62,6 +69,9 @@ class Formats:
         if kind == "instructions" or kind in self.refused:
             return
         self.refused.append(kind)
+        learnt = LEARNT.setdefault(self.key, [])
+        if kind not in learnt:
+            learnt.append(kind)
         if self.home is not None:
             from agi.providers.cache import write_cache_entry
 

@@ -45,7 +45,15 @@ from agi.sessions.files import (
     replace_file,
 )
 
-__all__ = ["REDACTED", "Session", "SessionIndex", "append_line", "fork", "make_private_dir"]
+__all__ = [
+    "REDACTED",
+    "MemorySession",
+    "Session",
+    "SessionIndex",
+    "append_line",
+    "fork",
+    "make_private_dir",
+]
 FILES = (*SESSION_FILES, "transcript.jsonl")
 ROLES = ("system", "user", "assistant", "tool")
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -130,6 +138,8 @@ def _valid_call(call: Any) -> bool:
 
 class Session:
     """One conversation on disk. Open it, lock it, then append."""
+
+    ephemeral = False  # a MemorySession's conversation is in this process alone
 
     def __init__(self, path: Path, secrets: list[str] | None = None):
         self.path = path
@@ -447,3 +457,45 @@ def _check_fork_target(source: Path, target: Path) -> None:
             raise UsageError(f"{where}: it exists and is not empty")
     except OSError as e:
         raise refused(target, e.strerror or str(e)) from e
+
+
+class MemorySession(Session):
+    """A conversation kept in this process alone (docs: volume): an ephemeral run's. Nothing
+    reaches a disk: no messages.jsonl, meta.json, trace.jsonl or lock. Its `path` lies under
+    /dev/null, so that anything that tried to write beside it would fail instead of leaving a
+    file; `ephemeral` tells the run to report no session."""
+
+    ephemeral = True
+
+    def __init__(self, secrets: list[str] | None = None):
+        super().__init__(Path(os.devnull) / new_session_id(), secrets)
+        self._marked = True
+
+    def lock(self, deadline: float | None = None, timeout: float | None = None) -> None:
+        pass  # no other process can see it
+
+    def unlock(self) -> None:
+        pass
+
+    def load(self, repair: bool = False) -> None:
+        pass  # what it holds is what this process appended
+
+    def append(self, message: dict[str, Any]) -> None:
+        self.messages.append(json.loads(self._line(message)))
+        if self.visible is not None:
+            self.visible.append(len(self.messages) - 1)
+
+    def append_compaction(
+        self, record: dict[str, Any], kept: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        info = {**(record.get(COMPACTION) or {}), "kept": len(kept)}
+        self.view_start, self.visible = len(self.messages), None
+        lines = [self._line({**record, COMPACTION: info}), *(self._line(m) for m in kept)]
+        self.messages += [json.loads(line) for line in lines]
+        return self.messages[self.view_start]
+
+    def trace(self, record: dict[str, Any]) -> None:
+        pass  # a trace is a file of the session's, and there is none
+
+    def write_meta(self, **updates: Any) -> None:
+        self.meta = {**self.meta, **updates, "messages": len(self.messages)}

@@ -105,7 +105,10 @@ class Lifecycle:
         return self.guard.mode if self.guard is not None else self.mode
 
     def transcript_path(self) -> str:
-        """transcript.jsonl (Claude Code's format), brought up to date for the hook about to run."""
+        """transcript.jsonl (Claude Code's format), brought up to date for the hook about to run;
+        "" in an ephemeral run, which keeps no file (docs: volume)."""
+        if self.session.ephemeral:
+            return ""
         if self.transcript is None:
             from agi.claude.transcript import Transcript
 

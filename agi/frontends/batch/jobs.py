@@ -15,7 +15,7 @@ from agi.errors import UsageError
 
 # A job's own fields, each with its check; every other option comes from the command line.
 FIELDS: tuple[str, ...] = ("id", "prompt", "schema", "exit_code", "model", "sys", "session")
-FIELDS += ("max_steps", "max_cost", "timeout")
+FIELDS += ("max_steps", "max_cost", "timeout", "ephemeral")
 
 
 @dataclass
@@ -63,6 +63,7 @@ CHECKS: dict[str, tuple[Any, str]] = {
     "max_steps": (lambda v: _positive(v, integer=True), "a positive integer"),
     "max_cost": (_positive, "a positive number"),
     "timeout": (_positive, "a positive number"),
+    "ephemeral": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 
@@ -132,9 +133,13 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     """`--shard K/N` (0 <= K < N) as (K, N)."""
     if text is None:
         return None
+    from agi.options.checks import number
+
     k, slash, n = text.partition("/")
-    try:
-        shard = int(k), int(n)
+    try:  # ASCII digits only: int() would take `1_0` and other scripts' digits
+        shard = number(k), number(n)
+        if not (k.isascii() and k.isdigit() and n.isascii() and n.isdigit()):
+            raise ValueError(text)  # no sign either
     except ValueError:
         shard = (-1, 0)
     if not slash or not 0 <= shard[0] < shard[1]:

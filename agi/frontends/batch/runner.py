@@ -75,6 +75,7 @@ class Plan:
             schema=schema,
             exit_code=given.get("exit_code"),
             sys=[sys_files] if isinstance(sys_files, str) else sys_files,
+            ephemeral=given.get("ephemeral"),
         )
         return Settings.load(self.layer, job_layer)
 

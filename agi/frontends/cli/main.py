@@ -98,6 +98,8 @@ def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
 def serve(args: argparse.Namespace) -> int | None:
     """The read-only views and the front ends that serve many runs in one process; None for
     a run of the command line's own."""
+    if rewinding(args) and args.ephemeral:
+        raise UsageError("--ephemeral keeps no session: it cannot be used with --rewind")
     if args.list_sessions or args.show or rewinding(args):
         return inspect(args)
     if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
@@ -130,6 +132,8 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
     settings = settings_for(args)
     if settings is None:
         return 0
+    if settings.ephemeral and args.repl:
+        raise UsageError("--ephemeral keeps no session: it cannot be used with --repl")
     if settings.timeout and not args.repl:
         arm_alarm(started, settings.timeout)
     reads = not (args.repl or args.compact or args.list_extensions)

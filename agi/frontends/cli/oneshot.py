@@ -107,7 +107,8 @@ def one_shot(run: Run, prompt: str) -> int:
     """`agi PROMPT`: the answer on stdout; the exit code the verdict earns. A judge that gave
     no verdict leaves the answer on stdout and says so: exit 5."""
     result = run.ask(prompt)
-    run.view.finish(str(result.session), result.usage, time.monotonic() - run.started, result.steps)
+    where = "" if result.session is None else str(result.session)  # ephemeral: none
+    run.view.finish(where, result.usage, time.monotonic() - run.started, result.steps)
     if result.verdict is not None:
         run.view.judgement(result.verdict["success"], result.verdict["reason"])
     write_result(run, result)

@@ -174,7 +174,7 @@ class Terminal(Silent):
         self.write(
             self.paint(
                 f"✓ {seconds:.1f}s, {steps} step{'s' * (steps != 1)}, "
-                f"{describe(usage)} · session {session}",
+                f"{describe(usage)}" + (f" · session {session}" if session else ""),
                 DIM,
             )
         )
