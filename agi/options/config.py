@@ -41,15 +41,19 @@ def seconds(value: float | None) -> float | None:
 
 # what each config-file key may hold: (check, description), from the option table
 FILE_KEYS: dict[str, tuple[Any, str]] = file_checks()
-MODEL_KEYS: dict[str, tuple[Any, str]] = {"context_window": FILE_KEYS["context_window"]}
+MODEL_KEYS: dict[str, tuple[Any, str]] = {
+    "context_window": FILE_KEYS["context_window"],
+    "api": FILE_KEYS["api"],
+}
 PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "base_url": checks.TEXT,
     "api_key": checks.TEXT,
     "api_key_env": checks.TEXT,
     "params": checks.table("a table"),
+    "api": FILE_KEYS["api"],
 }
 PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
-    ("input", "output", "cached", "cache_write"), checks.PRICE
+    ("input", "output", "cached", "cache_write", "batch_input", "batch_output"), checks.PRICE
 )
 
 
@@ -144,6 +148,8 @@ class ModelConfig:
     key_env: str | None = None  # the variable the key comes from (agi.providers.endpoint)
 
     @property
+    api: str | None = None  # "responses" or "chat": the wire protocol (docs: responses)
+    service_tier: str | None = None  # OpenAI's processing tier (docs: responses)
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
 
@@ -192,5 +198,28 @@ def resolve_model(r: Resolved, path: Path) -> ModelConfig:
     params.update(section.get("params") or {})
     idle = seconds(o.idle_timeout or 300.0) or 300.0
     return ModelConfig(
-        provider, model, base_url, api_key or None, params, idle, o.max_tokens, key_var
+        provider,
+        model,
+        base_url,
+        api_key or None,
+        params,
+        idle,
+        o.max_tokens,
+        key_var,
+        chosen_api(r, section, model),
+        o.service_tier,
     )
+
+
+def chosen_api(r: Resolved, section: dict[str, Any], model: str) -> str | None:
+    """`api`: the command line's or a front end's (`--api`), else the model's table
+    (`[models."NAME"]`), else the provider's, else the config file's own key (docs: responses)."""
+    o = r.options
+    given = r.layer_of("api")
+    if o.api and given is not None and given.path is None:
+        return o.api
+    table = (o.models or {}).get(model)
+    for found in (table if isinstance(table, dict) else {}, section):
+        if found.get("api") in ("responses", "chat"):
+            return str(found["api"])
+    return o.api

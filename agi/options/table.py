@@ -233,7 +233,8 @@ OPTIONS: tuple[Option, ...] = (
     Opt("prices", "prices of models agi does not know", "run", type="dict[str, Any]",
         check=c.table('a table of [prices."MODEL"] tables'),
         doc='`[prices."MODEL"]` tables in USD per million tokens: `input` and `output`, '
-        "`cached` and `cache_write` optional"),
+        "`cached` and `cache_write` optional, `batch_input` and `batch_output` for `--batch-api` "
+        "(else half the price)"),
     # tools
     Opt("tools", "comma-separated allowlist of tool names", "tools", ("--tools",),
         metavar="LIST", type="ToolChoice", check=c.NAMES, fronts=("nvim",),
@@ -324,6 +325,11 @@ OPTIONS: tuple[Option, ...] = (
         "holds with exit 0 (resume)", "serve", ("--batch-out",), metavar="FILE"),
     Opt("shard", "with --batch: run only the jobs whose index modulo N is K (0-based)", "serve",
         ("--shard",), metavar="K/N"),
+    Opt("batch_api", "with --batch: send the jobs as the provider's batches, at its batch "
+        "price", "serve", ("--batch-api",), choices=("openai", "anthropic"),
+        doc="with `--batch`: send the jobs as OpenAI's or Anthropic's batches (one call a job, "
+        "no tools; about half the price, answered within 24 hours) instead of running them "
+        "here; with `--batch-out OUT`, `OUT.batches.json` keeps the batches for a rerun"),
 )
 # fmt: on
 

@@ -113,6 +113,31 @@ def find_price(label: str, model: str, prices: dict[str, Any] | None = None) -> 
     return BUILTIN.get(label) or builtin_price(model)
 
 
+BATCH_FIELDS = ("batch_input", "batch_output")  # a provider batch's prices (docs: batch)
+
+
+def batch_price(label: str, model: str, prices: dict[str, Any] | None = None) -> Price | None:
+    """What a call costs in a provider's batch (OpenAI's Batch API, Anthropic's Message
+    Batches): `batch_input` and `batch_output` of the model's `[prices."..."]` table where it
+    gives them, else half of every live price, as both providers charge (docs: batch)."""
+    live = find_price(label, model, prices)
+    if live is None:
+        return None
+    configured = prices or {}
+    given = [configured[k] for k in (label, model) if isinstance(configured.get(k), dict)]
+    table: dict[str, Any] = given[0] if given else {}
+
+    def half(value: float | None) -> float | None:
+        return None if value is None else value / 2
+
+    return Price(
+        float(table.get("batch_input", live.input / 2)),
+        float(table.get("batch_output", live.output / 2)),
+        half(live.cached),
+        half(live.cache_write),
+    )
+
+
 def money(usd: float) -> str:
     """`$0.0123`, `$0.01`, `$1.50`; small sums keep six decimals (`$0.000072`)."""
     text = f"{usd:.4f}" if usd >= 0.01 or usd == 0 else f"{usd:.6f}"

@@ -48,7 +48,8 @@ REFUSED = {
 
 def check_args(args: argparse.Namespace) -> None:
     if args.batch is None:
-        given = next(n for n in ("jobs", "batch_out", "shard") if getattr(args, n))
+        named = ("jobs", "batch_out", "shard", "batch_api")
+        given = next(n for n in named if getattr(args, n, None))
         raise UsageError(f"--{given.replace('_', '-')} needs --batch FILE")
     for name, why in REFUSED.items():
         if getattr(args, name, None):
@@ -114,6 +115,11 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     secrets = prepare(plan, jobs, budget)
     hide_keys(base.model.api_key)  # the tools' environment, as for one run
     out = Path(args.batch_out).expanduser() if args.batch_out else None
+    if getattr(args, "batch_api", None):  # the provider's batches (docs: batch)
+        from agi.frontends.batch import provider_batch
+
+        tty = sys.stderr.isatty() and not base.quiet
+        return provider_batch.batch(args, plan, jobs, out, secrets, tty)
     done = done_keys(out) if out is not None else set()
     todo = [job for job in jobs if job.key not in done]
     writer = Writer(out, secrets)

@@ -110,7 +110,7 @@ def serve(args: argparse.Namespace) -> int | None:
         from agi.frontends.mcp.serve import main as serve_mcp
 
         return serve_mcp(args)
-    if args.batch is not None or args.jobs or args.batch_out or args.shard:
+    if args.batch is not None or args.jobs or args.batch_out or args.shard or args.batch_api:
         from agi.frontends.batch.main import batch  # many prompts, one process (section 19)
 
         return batch(args, flags_layer(args))

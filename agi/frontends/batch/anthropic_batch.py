@@ -1,0 +1,101 @@
+"""Anthropic's Message Batches for `agi --batch FILE --batch-api anthropic` (docs: batch): the
+jobs' Messages API requests sent with `POST /v1/messages/batches`, polled with `GET
+/v1/messages/batches/ID` until `processing_status` is `ended`, their results read from the
+batch's `results_url` (one JSON line a request: succeeded, errored, canceled or expired),
+cancelled with `POST /v1/messages/batches/ID/cancel`."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
+from agi.frontends.batch.openai_batch import messages_for, schema_format
+from agi.providers.anthropic import ANSWER, AnthropicMessages, anthropic_error
+from agi.providers.endpoint import root
+from agi.providers.usage import messages_usage
+
+if TYPE_CHECKING:
+    from agi.options.config import ModelConfig
+
+UNANSWERED = {"canceled": ("canceled at the provider before it was answered", 130)}
+UNANSWERED["expired"] = ("expired at the provider before it was answered", 3)
+
+
+class AnthropicBatches:
+    """The Message Batches API of one endpoint and key."""
+
+    name = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self.wire = AnthropicMessages(config)
+        self.url = root(config.base_url) + "/v1/messages/batches"
+        headers = {**self.wire.headers(), "Accept": "application/json"}
+        self.http = Http(headers, lambda status, body: anthropic_error(body, status))
+
+    def item(self, custom_id: str, settings: Any, prompt: str) -> dict[str, Any]:
+        # --schema: the forced `answer` tool, as a live run asks (agi.providers.anthropic)
+        params = self.wire.body(messages_for(settings, prompt), [], **schema_format(settings))
+        params.pop("stream", None)  # a batch's requests are answered whole
+        return {"custom_id": custom_id, "params": params}
+
+    def size(self, item: dict[str, Any]) -> int:
+        return len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 1
+
+    def submit(self, items: list[dict[str, Any]]) -> str:
+        body = self.http.json(
+            "POST", self.url, "anthropic batch: creating the batch", json={"requests": items}
+        )
+        batch_id = body.get("id")
+        if not isinstance(batch_id, str):
+            from agi.errors import ProviderError
+
+            raise ProviderError(f"anthropic batch: malformed response: {str(body)[:200]}")
+        return batch_id
+
+    def poll(self, batch_id: str) -> Polled:
+        body = self.http.json("GET", f"{self.url}/{batch_id}", "anthropic batch: polling")
+        status = str(body.get("processing_status") or "unknown")
+        return Polled(status, status == "ended", table(body.get("request_counts")), body)
+
+    def results(self, polled: Polled) -> list[tuple[str, Answer]]:
+        url = polled.raw.get("results_url")
+        if not isinstance(url, str) or not url:
+            return []
+        response = self.http.request("GET", url, "anthropic batch: reading results")
+        out: list[tuple[str, Answer]] = []
+        for line in lines_of(response.text):
+            custom_id = line.get("custom_id")
+            if isinstance(custom_id, str):
+                out.append((custom_id, answer_of(line.get("result"))))
+        return out
+
+    def cancel(self, batch_id: str) -> None:
+        self.http.json("POST", f"{self.url}/{batch_id}/cancel", "anthropic batch: cancelling")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def answer_of(result: Any) -> Answer:
+    """A result line's `result` as the job's answer: a succeeded message's text (or the forced
+    `answer` tool's input, as JSON), or what went wrong."""
+    result = table(result)
+    kind = result.get("type")
+    if kind in UNANSWERED:
+        why, code = UNANSWERED[str(kind)]
+        return Answer(error=why, code=code)
+    if kind != "succeeded":
+        return Answer(error=str(anthropic_error(table(result.get("error")))), code=3)
+    message = table(result.get("message"))
+    usage = messages_usage(table(message.get("usage"))) if message.get("usage") else None
+    content = message.get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    for block in blocks:
+        if block.get("type") == "tool_use" and block.get("name") == ANSWER:  # --schema's
+            return Answer(text=json.dumps(block.get("input"), ensure_ascii=False), usage=usage)
+    text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
+    return Answer(text=text, usage=usage)

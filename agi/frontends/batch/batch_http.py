@@ -1,0 +1,150 @@
+"""What the provider batch APIs share (docs: batch): one request a job as the batch carries
+it, the answer a result line stands for, and the HTTP client their few requests go through
+(retried like a model call: connection failures, 408, 409, 429 and 5xx, three attempts in all,
+honouring retry-after up to a minute)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agi.errors import ProviderError
+from agi.messages import Usage
+from agi.providers.errors import MAX_RETRY_WAIT, RETRYABLE_STATUS, retry_after
+
+ATTEMPTS = 3
+
+
+@dataclass
+class Answer:
+    """One job's result as a batch returned it: the reply's text (None when the provider
+    answered with an error), its usage, and the error's message and agi's exit code for it."""
+
+    text: str | None = None
+    usage: Usage | None = None
+    error: str | None = None
+    code: int = 0
+
+
+@dataclass
+class Polled:
+    """A batch's state as the provider reports it: its status word, whether it has ended (no
+    request of it will change any more), its counts, and what a failed batch says."""
+
+    status: str
+    ended: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None  # a batch that failed as a whole: why
+
+
+class BatchApi(Protocol):
+    """One provider's batch API for one endpoint, key and model."""
+
+    name: str
+    max_requests: int
+    max_bytes: int
+
+    def item(self, custom_id: str, settings: Any, prompt: str) -> dict[str, Any]:
+        """The job's request as one entry of a batch."""
+        ...
+
+    def size(self, item: dict[str, Any]) -> int:
+        """The bytes `item` adds to a batch's upload."""
+        ...
+
+    def submit(self, items: list[dict[str, Any]]) -> str:
+        """Create a batch of `items`; its id."""
+        ...
+
+    def poll(self, batch_id: str) -> Polled: ...
+
+    def results(self, polled: Polled) -> list[tuple[str, Answer]]:
+        """(custom_id, answer) of every request an ended batch returned."""
+        ...
+
+    def cancel(self, batch_id: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Http:
+    """An httpx client for one endpoint; `error` turns an error response into a
+    ProviderError in the provider's words."""
+
+    def __init__(self, headers: dict[str, str], error: Callable[[int, Any], ProviderError]):
+        import httpx
+
+        self.client = httpx.Client(headers=headers, timeout=httpx.Timeout(120, connect=20))
+        self.error = error
+
+    def request(self, method: str, url: str, what: str, **kw: Any) -> Any:
+        """The response of `method url`, retried while the provider or the network allows;
+        a ProviderError naming `what` once it cannot be had."""
+        import httpx
+
+        failure = ProviderError(f"{what}: no attempt made")
+        for attempt in range(ATTEMPTS):
+            wait = min(8.0, 0.5 * 2**attempt) * (0.5 + random.random())
+            try:
+                response = self.client.request(method, url, **kw)
+            except httpx.HTTPError as e:
+                failure = ProviderError(f"{what}: {type(e).__name__}: {e}", retryable=True)
+            else:
+                if response.status_code < 400:
+                    return response
+                try:
+                    body: Any = response.json()
+                except ValueError:
+                    body = response.text
+                error = self.error(response.status_code, body)
+                failure = ProviderError(
+                    f"{what}: {error}", response.status_code, retryable=error.retryable
+                )
+                if response.status_code not in RETRYABLE_STATUS:
+                    raise failure
+                asked = retry_after(response.headers)
+                if asked is not None:
+                    if asked > MAX_RETRY_WAIT:
+                        raise failure
+                    wait = asked
+            if attempt + 1 < ATTEMPTS:
+                time.sleep(wait)
+        raise failure
+
+    def json(self, method: str, url: str, what: str, **kw: Any) -> dict[str, Any]:
+        """The response's JSON object (anything else: a malformed response)."""
+        response = self.request(method, url, what, **kw)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise ProviderError(f"{what}: malformed response: {response.text[:200]!r}")
+        return body
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def table(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (a provider's odd answer)."""
+    return value if isinstance(value, dict) else {}
+
+
+def lines_of(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL results file (a line that is none is left out)."""
+    import json
+
+    out = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out

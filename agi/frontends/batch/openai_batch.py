@@ -1,0 +1,149 @@
+"""OpenAI's Batch API for `agi --batch FILE --batch-api openai` (docs: batch): the jobs as a
+JSONL file of chat-completions requests uploaded with `POST /v1/files` (purpose `batch`), the
+batch created with `POST /v1/batches`, polled with `GET /v1/batches/ID`, its results read from
+`output_file_id` and `error_file_id` (`GET /v1/files/ID/content`), cancelled with
+`POST /v1/batches/ID/cancel`."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
+from agi.messages import user
+from agi.providers.chat import request_body, request_headers
+from agi.providers.errors import error_message, provider_error
+from agi.providers.usage import parse_usage
+
+if TYPE_CHECKING:
+    from agi.options.config import ModelConfig
+
+ENDPOINT = "/v1/chat/completions"
+ENDED = {"completed", "failed", "expired", "cancelled"}
+# a request the batch did not answer: the exit code of its line (130: cancelled by agi's user)
+UNANSWERED = {"batch_cancelled": 130, "batch_expired": 3}
+
+
+def messages_for(settings: Any, prompt: str) -> list[dict[str, Any]]:
+    """What `agi PROMPT` sends first: the system prompt, then the prompt."""
+    system = [{"role": "system", "content": settings.system}] if settings.system else []
+    return [*system, user(prompt)]
+
+
+def schema_format(settings: Any) -> dict[str, Any]:
+    """--schema's structured output in the request (json_schema, as a live run first asks)."""
+    if settings.schema is None:
+        return {}
+    from agi.providers.capabilities import request_format
+
+    return request_format("json_schema", settings.schema)
+
+
+class OpenAIBatches:
+    """The Batch API of one endpoint, key and model."""
+
+    name = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self.base = config.base_url.rstrip("/")
+        headers = {**request_headers(config), "Accept": "application/json"}
+        self.http = Http(headers, provider_error)
+
+    def item(self, custom_id: str, settings: Any, prompt: str) -> dict[str, Any]:
+        extra = schema_format(settings)
+        body = request_body(self.config, messages_for(settings, prompt), [], **extra)
+        for key in ("stream", "stream_options"):  # a batch's requests are answered whole
+            body.pop(key, None)
+        return {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
+
+    def size(self, item: dict[str, Any]) -> int:
+        return len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 1
+
+    def submit(self, items: list[dict[str, Any]]) -> str:
+        data = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items).encode("utf-8")
+        uploaded = self.http.json(
+            "POST",
+            f"{self.base}/files",
+            "openai batch: uploading the requests",
+            data={"purpose": "batch"},
+            files={"file": ("agi-batch.jsonl", data, "application/jsonl")},
+        )
+        file_id = uploaded.get("id")
+        if not isinstance(file_id, str):
+            raise_malformed("uploading the requests", uploaded)
+        created = self.http.json(
+            "POST",
+            f"{self.base}/batches",
+            "openai batch: creating the batch",
+            json={"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"},
+        )
+        batch_id = created.get("id")
+        if not isinstance(batch_id, str):
+            raise_malformed("creating the batch", created)
+        return str(batch_id)
+
+    def poll(self, batch_id: str) -> Polled:
+        body = self.http.json("GET", f"{self.base}/batches/{batch_id}", "openai batch: polling")
+        status = str(body.get("status") or "unknown")
+        counts = table(body.get("request_counts"))
+        problem = None
+        if status == "failed":
+            errors = table(body.get("errors")).get("data")
+            listed = errors if isinstance(errors, list) else []
+            found = [error_message(e) for e in listed if isinstance(e, dict)]
+            problem = "; ".join(found) or "the batch failed"
+        return Polled(status, status in ENDED, dict(counts or {}), body, problem)
+
+    def results(self, polled: Polled) -> list[tuple[str, Answer]]:
+        out: list[tuple[str, Answer]] = []
+        for key in ("output_file_id", "error_file_id"):
+            file_id = polled.raw.get(key)
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            response = self.http.request(
+                "GET", f"{self.base}/files/{file_id}/content", "openai batch: reading results"
+            )
+            for line in lines_of(response.text):
+                custom_id = line.get("custom_id")
+                if isinstance(custom_id, str):
+                    out.append((custom_id, answer_of(line)))
+        return out
+
+    def cancel(self, batch_id: str) -> None:
+        self.http.json("POST", f"{self.base}/batches/{batch_id}/cancel", "openai batch: cancelling")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def raise_malformed(what: str, body: Any) -> None:
+    from agi.errors import ProviderError
+
+    raise ProviderError(f"openai batch: {what}: malformed response: {str(body)[:200]}")
+
+
+def answer_of(line: dict[str, Any]) -> Answer:
+    """A line of an output or error file as the job's answer."""
+    response = table(line.get("response"))
+    body = table(response.get("body"))
+    status = response.get("status_code")
+    error = table(line.get("error"))
+    if error.get("code") or error.get("message"):
+        code = UNANSWERED.get(str(error.get("code")), 3)
+        return Answer(error=f"{error.get('code') or 'error'}: {error_message(error)}", code=code)
+    if status != 200:
+        problem = str(provider_error(status if isinstance(status, int) else None, body))
+        return Answer(error=problem, code=3, usage=parse_usage(body.get("usage")))
+    choices = body.get("choices") if isinstance(body.get("choices"), list) else []
+    message = table(table(choices[0] if choices else None).get("message"))
+    usage = parse_usage(body.get("usage")) or None
+    content = message.get("content")
+    if not isinstance(content, str):
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            return Answer(error=f"the model refused: {refusal}", code=3, usage=usage)
+        content = ""
+    return Answer(text=content, usage=usage)

@@ -1,0 +1,616 @@
+"""`agi --batch FILE --batch-api openai|anthropic` (docs: batch): the jobs sent as a
+provider's batches, at the provider's batch price, instead of run here.
+
+Every job must be answerable in one call: no tools, no session to continue, no judgement (a
+second call); nothing is written under $AGI_HOME (ephemeral). What cannot go is a usage error
+naming its line before anything is sent. The jobs are split at the provider's limits (requests
+and bytes a batch), the batches created one by one, then polled until each has ended; the
+results of a batch are written as section 19's lines as soon as it has, `--schema` answers
+validated on arrival (exit 5 for an invalid one), `usage.cost` at the batch price.
+
+With `--batch-out OUT`, every batch created is recorded at once in `OUT.batches.json` (the
+ids, which job each request is, where OUT stood), so a rerun after Ctrl-C, a crash or a kill
+polls the same batches and submits none of their jobs again; a batch's entry goes once its
+results are written. Ctrl-C stops waiting (exit 130) and says how to resume; a second Ctrl-C
+within 2 s cancels the provider batches first."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agi.engine.result import RunResult
+from agi.errors import AgiError, ProviderError, UsageError
+from agi.frontends.batch.batch_http import Answer, BatchApi, Polled
+from agi.frontends.batch.jobs import BatchJob
+from agi.frontends.batch.shared import Outcome, Writer, clock
+
+if TYPE_CHECKING:
+    import argparse
+
+    from agi.frontends.batch.runner import Plan
+    from agi.options.settings import Settings
+
+APIS = ("openai", "anthropic")
+PROTOCOL = {"openai": "chat", "anthropic": "messages"}  # agi.providers.protocols.protocol
+STATE_VERSION = 1
+POLL_ENV = "AGI_BATCH_POLL"  # seconds between polls (default 30)
+SIZE_ENV = "AGI_BATCH_SIZE"  # requests a batch at most, below the provider's limit
+BYTES_ENV = "AGI_BATCH_BYTES"  # bytes a batch at most, below the provider's limit
+GRACE = 2.0  # seconds after the first Ctrl-C in which a second one cancels the batches
+FAILED_POLLS = 5  # polls in a row that fail before the batch gives up waiting (exit 3)
+
+# command-line options a provider batch cannot carry out, and why
+REFUSED = {
+    "tool": "no tools are offered",
+    "tools_dir": "no tools are offered",
+    "mcp": "no tools are offered",
+    "hooks": "no hooks run",
+    "react": "no tools are offered",
+    "exit_code": "judging an answer is a second model call",
+    "max_cost": "a provider batch's cost is known only when its results arrive",
+}
+
+
+def check_flags(args: argparse.Namespace) -> str:
+    """The API asked for, and the flags that cannot go with it (a UsageError)."""
+    api = str(args.batch_api)
+    if api not in APIS:
+        raise UsageError(f"--batch-api must be openai or anthropic, not {api!r}")
+    for name, why in REFUSED.items():
+        value = getattr(args, name, None)
+        if value not in (None, False, [], ()):
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"--batch-api takes no {flag}: each job is one request ({why})")
+    tools = getattr(args, "tools", None)
+    if isinstance(tools, str) and tools.strip(" ,"):
+        raise UsageError("--batch-api takes no --tools: each job is one request (no tools)")
+    return api
+
+
+def env_number(name: str, default: float, integer: bool = False) -> float:
+    """A positive number from the environment (a usage error when it is not one)."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise UsageError(f"{name} must be a positive {'integer' if integer else 'number'}")
+    return value
+
+
+def api_for(api: str, settings: Settings) -> BatchApi:
+    if api == "openai":
+        from agi.frontends.batch.openai_batch import OpenAIBatches
+
+        return OpenAIBatches(settings.model)
+    from agi.frontends.batch.anthropic_batch import AnthropicBatches
+
+    return AnthropicBatches(settings.model)
+
+
+def one_call(api: str, job: BatchJob, settings: Settings) -> None:
+    """A job a provider batch can answer in one call; else a usage error naming its line."""
+    from agi.providers.protocols import NAMES, protocol
+
+    where = job.source
+    if "session" in job.options:
+        raise UsageError(f"{where}: --batch-api answers in one call: no session to continue")
+    if "exit_code" in job.options and job.options["exit_code"] is not False:
+        raise UsageError(f"{where}: --batch-api answers in one call: exit_code needs a second")
+    if "max_cost" in job.options:
+        raise UsageError(f"{where}: --batch-api: a job's cost is known only when its result comes")
+    if settings.judge is not None:
+        raise UsageError(f"{where}: --batch-api answers in one call: --exit-code needs a second")
+    kind = protocol(settings.model.provider)
+    if kind != PROTOCOL[api]:
+        raise UsageError(
+            f"{where}: --batch-api {api} sends {NAMES[PROTOCOL[api]]} requests; "
+            f"{settings.model.label} speaks the {NAMES[kind]}"
+        )
+    from agi.providers.endpoint import require_key
+
+    require_key(settings.model)
+
+
+# ---- the record of the batches created: OUT.batches.json ----
+
+
+@dataclass
+class Sent:
+    """A batch created at the provider: its id, which job each request is (custom_id -> the
+    job's id as JSON), its endpoint and model, and OUT's size when it was created (the lines
+    after that offset are the ones already written of it, after a crash mid-way)."""
+
+    api: str
+    id: str
+    base_url: str
+    model: str
+    jobs: dict[str, str]
+    out_from: int = 0
+    status: str = "submitted"
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "api": self.api,
+            "id": self.id,
+            "base_url": self.base_url,
+            "model": self.model,
+            "jobs": self.jobs,
+            "out_from": self.out_from,
+        }
+
+
+class State:
+    """The batches still to collect, kept in `path` (None without --batch-out: in memory)."""
+
+    def __init__(self, path: Path | None, api: str):
+        self.path, self.api = path, api
+        self.sent: list[Sent] = []
+        if path is not None and path.exists():
+            self.sent = self._read(path)
+
+    def _read(self, path: Path) -> list[Sent]:
+        bad = f"{path} is not a record of provider batches agi can read"
+        hint = "; move it away to submit its jobs again (the batches it names are not collected)"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise UsageError(f"{bad} ({e}){hint}") from None
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise UsageError(f"{bad} (no version {STATE_VERSION}){hint}")
+        sent: list[Sent] = []
+        entries = data.get("batches")
+        for entry in entries if isinstance(entries, list) else [None]:
+            try:
+                assert isinstance(entry, dict)
+                one = Sent(
+                    api=str(entry["api"]),
+                    id=str(entry["id"]),
+                    base_url=str(entry["base_url"]),
+                    model=str(entry["model"]),
+                    jobs={str(k): str(v) for k, v in dict(entry["jobs"]).items()},
+                    out_from=int(entry.get("out_from", 0)),
+                )
+            except (AssertionError, KeyError, TypeError, ValueError, AttributeError):
+                raise UsageError(f"{bad} (a batch entry is malformed){hint}") from None
+            if one.api != self.api:
+                raise UsageError(
+                    f"{path} holds {one.api} batches still to collect: rerun with "
+                    f"--batch-api {one.api}"
+                )
+            sent.append(one)
+        return sent
+
+    def save(self) -> None:
+        """Replace the record at once (a crash leaves the old one or the new, never half)."""
+        if self.path is None:
+            return
+        if not self.sent:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            return
+        data = {"version": STATE_VERSION, "batches": [s.to_json() for s in self.sent]}
+        temp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, self.path)
+
+    def pending_keys(self) -> set[str]:
+        return {key for sent in self.sent for key in sent.jobs.values()}
+
+
+def written_after(out: Path | None, offset: int) -> set[str]:
+    """The ids (as JSON) of the lines OUT holds after `offset`."""
+    if out is None:
+        return set()
+    try:
+        with open(out, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return set()
+    found = set()
+    for line in data.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "id" in value:
+            found.add(json.dumps(value["id"], ensure_ascii=False))
+    return found
+
+
+# ---- the progress line, the signals ----
+
+
+class BatchProgress:
+    """On a terminal: `agi batch: 3 batches submitted (120 jobs), 80 done, 2 failed,
+    in_progress, 1m05s`, redrawn in place; nothing when stderr is not one."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.batches = self.submitted = self.done = self.failed = 0
+        self.status = "submitting"
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def text(self) -> str:
+        with self._lock:
+            plural = "" if self.batches == 1 else "es"
+            parts = [
+                f"{self.batches} batch{plural} submitted ({self.submitted} jobs)",
+                f"{self.done} done",
+                f"{self.failed} failed",
+                self.status,
+                clock(time.monotonic() - self.started),
+            ]
+        return "agi batch: " + ", ".join(parts)
+
+    def update(self, **values: Any) -> None:
+        with self._lock:
+            for name, value in values.items():
+                setattr(self, name, value)
+
+    def ended(self, code: int) -> None:
+        with self._lock:
+            self.done += 1
+            self.failed += code != 0
+
+    def start(self) -> None:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._tick, name="agi-progress", daemon=True)
+            self._thread.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self.draw()
+
+    def draw(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\x1b[K" + self.text())
+            sys.stderr.flush()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+            self._thread = None
+            self.draw()
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+class Interrupts:
+    """SIGINT, SIGTERM and SIGHUP while the batches are submitted and waited for: `stopped`
+    is set by the first; `again` by a second SIGINT before agi exits (it waits GRACE seconds
+    for one once it has said what a second would do)."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self.again = threading.Event()
+        self.signum: int | None = None
+        self.first = 0.0
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            self.signum, self.first = signum, time.monotonic()
+            self.stopped.set()
+        elif signum == signal.SIGINT:  # before agi exits: within the grace it announced
+            self.again.set()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        old = {signum: signal.signal(signum, self.handle) for signum in held}
+        try:
+            yield
+        finally:
+            for signum, handler in old.items():
+                signal.signal(signum, handler)
+
+
+# ---- the batch ----
+
+
+@dataclass
+class Chunk:
+    """Requests bound for one batch: one endpoint, key and model, within the limits."""
+
+    settings: Settings
+    items: list[dict[str, Any]] = field(default_factory=list)
+    jobs: dict[str, str] = field(default_factory=dict)
+    size: int = 0
+
+
+class ProviderBatches:
+    """The jobs of one `agi --batch --batch-api` run, from their requests to their lines."""
+
+    def __init__(
+        self,
+        api: str,
+        plan: Plan,
+        jobs: list[BatchJob],
+        out: Path | None,
+        progress: BatchProgress,
+    ):
+        self.api, self.plan, self.out = api, plan, out
+        self.writer = Writer(None, [])  # the real one once every job is checked (batch())
+        self.progress = progress
+        self.by_key = {job.key: job for job in jobs}
+        self.clients: dict[tuple[str, str, str], BatchApi] = {}
+        self.state = State(Path(str(out) + ".batches.json") if out else None, api)
+        self.poll = env_number(POLL_ENV, 30.0)
+        self.failed = 0
+
+    def client(self, settings: Settings) -> BatchApi:
+        model = settings.model
+        key = (model.base_url, model.api_key or "", model.model)
+        if key not in self.clients:
+            self.clients[key] = api_for(self.api, settings)
+        return self.clients[key]
+
+    def chunks(self, todo: list[BatchJob]) -> list[Chunk]:
+        """The requests of the jobs no recorded batch holds, split at the limits; every job
+        checked first (nothing is sent when one cannot go)."""
+        pending = self.state.pending_keys()
+        chunks: dict[tuple[str, str, str], list[Chunk]] = {}
+        order: list[Chunk] = []
+        for job in todo:
+            settings = self.plan.settings(job)
+            one_call(self.api, job, settings)
+            if job.key in pending:
+                continue
+            client = self.client(settings)
+            limit = int(min(client.max_requests, env_number(SIZE_ENV, client.max_requests, True)))
+            max_bytes = int(min(client.max_bytes, env_number(BYTES_ENV, client.max_bytes, True)))
+            custom_id = f"agi-{job.index}"
+            item = client.item(custom_id, settings, job.prompt)
+            size = client.size(item)
+            if size > max_bytes:
+                raise UsageError(
+                    f"{job.source}: its request is {size} bytes, more than a {self.api} batch "
+                    f"takes ({max_bytes})"
+                )
+            model = settings.model
+            group = chunks.setdefault((model.base_url, model.api_key or "", model.model), [])
+            if not group or len(group[-1].items) >= limit or group[-1].size + size > max_bytes:
+                group.append(Chunk(settings))
+                order.append(group[-1])
+            chunk = group[-1]
+            chunk.items.append(item)
+            chunk.jobs[custom_id] = job.key
+            chunk.size += size
+        return order
+
+    def submit(self, chunks: list[Chunk], stop: Interrupts) -> None:
+        """Create the batches one by one, each recorded before the next is sent."""
+        for chunk in chunks:
+            if stop.stopped.is_set():
+                return
+            client = self.client(chunk.settings)
+            out_from = self.out.stat().st_size if self.out is not None and self.out.exists() else 0
+            batch_id = client.submit(chunk.items)
+            model = chunk.settings.model
+            sent = Sent(self.api, batch_id, model.base_url, model.model, chunk.jobs, out_from)
+            self.state.sent.append(sent)
+            self.state.save()
+            self.progress.update(
+                batches=self.progress.batches + 1,
+                submitted=self.progress.submitted + len(chunk.items),
+            )
+
+    def settings_of(self, sent: Sent) -> Settings:
+        """The settings a recorded batch's requests were made with (a job of it in the input,
+        else the command line's)."""
+        for key in sent.jobs.values():
+            job = self.by_key.get(key)
+            if job is not None:
+                return self.plan.settings(job)
+        return self.plan.base
+
+    def wait(self, stop: Interrupts) -> None:
+        """Poll every recorded batch until each has ended and its lines are written."""
+        failures = 0
+        while self.state.sent and not stop.stopped.is_set():
+            for sent in list(self.state.sent):
+                if stop.stopped.is_set():
+                    return
+                try:
+                    polled = self.client(self.settings_of(sent)).poll(sent.id)
+                    failures = 0
+                except ProviderError:
+                    failures += 1
+                    if failures >= FAILED_POLLS * max(1, len(self.state.sent)):
+                        raise
+                    continue
+                sent.status, sent.counts = polled.status, polled.counts
+                self.progress.update(status=self.statuses())
+                if polled.ended:
+                    self.collect(sent, polled)
+            if self.state.sent:
+                stop.stopped.wait(self.poll)
+        self.progress.update(status="ended")
+
+    def statuses(self) -> str:
+        seen: list[str] = []
+        for sent in self.state.sent:
+            if sent.status not in seen:
+                seen.append(sent.status)
+        return "/".join(seen) or "ended"
+
+    def collect(self, sent: Sent, polled: Polled) -> None:
+        """An ended batch's lines (those not written before a crash), then its entry goes."""
+        client = self.client(self.settings_of(sent))
+        answers = dict(client.results(polled))
+        already = written_after(self.out, sent.out_from)
+        for custom_id, key in sent.jobs.items():
+            if key in already:
+                continue
+            answer = answers.get(custom_id)
+            if answer is None:
+                why = polled.problem or f"the batch ended ({polled.status}) with no result for it"
+                answer = Answer(error=f"{self.api} batch {sent.id}: {why}", code=3)
+            outcome = self.outcome(key, answer)
+            self.writer.write(outcome)
+            self.progress.ended(outcome.exit)
+            self.failed += outcome.exit != 0
+        self.state.sent.remove(sent)
+        self.state.save()
+
+    def outcome(self, key: str, answer: Answer) -> Outcome:
+        """A job's line: its answer (validated under --schema), its usage at the batch price."""
+        from agi.messages import Usage
+        from agi.providers.cost import batch_price
+
+        job = self.by_key.get(key)
+        job_id = job.id if job is not None else json.loads(key)
+        settings = self.plan.settings(job) if job is not None else self.plan.base
+        usage = answer.usage
+        if usage is not None:
+            usage.calls = max(usage.calls, 1)
+            if usage.cost is None:
+                model = settings.model
+                price = batch_price(model.label, model.model, settings.prices)
+                usage.cost = None if price is None else price.cost(usage)
+        total = usage if usage is not None else Usage(calls=1 if answer.text is not None else 0)
+        steps = 1 if answer.text is not None or usage is not None else 0
+        if answer.error is not None:
+            base = RunResult(steps=steps, usage=total)
+            return Outcome(job_id, RunResult.failed(Coded(answer.error, answer.code), base))
+        value: Any = answer.text
+        if settings.schema is not None:
+            from agi.structured.schema import SchemaInvalid, build_validator
+
+            try:
+                value = build_validator(settings.schema).validate(answer.text or "")
+            except SchemaInvalid as e:
+                problem = str(e) if len(str(e)) <= 300 else str(e)[:297] + "..."
+                error = Coded(f"no valid JSON in the batch's answer: {problem}", 5)
+                return Outcome(job_id, RunResult.failed(error, RunResult(steps=1, usage=total)))
+        return Outcome(job_id, RunResult(answer=value, steps=steps, usage=total))
+
+    def cancel(self) -> list[str]:
+        """Ask the provider to cancel every batch still recorded; the ids it was asked for."""
+        asked = []
+        for sent in self.state.sent:
+            try:
+                self.client(self.settings_of(sent)).cancel(sent.id)
+                asked.append(sent.id)
+            except ProviderError as e:
+                sys.stderr.write(f"agi: cannot cancel {sent.id}: {e}\n")
+        return asked
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+
+
+class Coded(AgiError):
+    """An error with the exit code a job's line gets for it."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.exit_code = code
+
+
+def batch(
+    args: argparse.Namespace,
+    plan: Plan,
+    jobs: list[BatchJob],
+    out: Path | None,
+    secrets: list[str],
+    tty: bool,
+) -> int:
+    """Check, submit, wait, write; the exit status (0 every job answered, 1 one failed, 130
+    or 143 interrupted)."""
+    from agi.frontends.batch.jobs import done_keys
+    from agi.policy.redaction import redact
+
+    api = check_flags(args)
+    done = done_keys(out) if out is not None else set()
+    todo = [job for job in jobs if job.key not in done]
+    progress = BatchProgress(tty)
+    runner = ProviderBatches(api, plan, jobs, out, progress)
+    chunks = runner.chunks(todo)  # every usage error before anything is sent or opened
+    writer = runner.writer = Writer(out, secrets)
+    progress.update(
+        batches=len(runner.state.sent), submitted=sum(len(s.jobs) for s in runner.state.sent)
+    )
+    stop = Interrupts()
+    try:
+        with stop.held():
+            progress.start()
+            try:
+                runner.submit(chunks, stop)
+                runner.wait(stop)
+            except ProviderError as e:
+                progress.stop()
+                kept = "rerun the same command to collect them" if out else "they are not kept"
+                left = f"; {len(runner.state.sent)} batches are still at the provider ({kept})"
+                sys.stderr.write(
+                    f"agi: {redact(str(e), secrets)}{left if runner.state.sent else ''}\n"
+                )
+                return 3
+            finally:
+                progress.stop()
+            if stop.signum is not None:
+                return interrupted(runner, stop, out)
+    finally:
+        writer.close()
+        runner.close()
+    if runner.failed:
+        sys.stderr.write(f"agi: {runner.failed} of {len(todo)} jobs failed\n")
+        return 1
+    return 0
+
+
+def interrupted(runner: ProviderBatches, stop: Interrupts, out: Path | None) -> int:
+    """After the first signal: say how to resume; a second Ctrl-C within GRACE seconds of the
+    first cancels the batches still recorded before agi exits."""
+    assert stop.signum is not None
+    name = signal.Signals(stop.signum).name
+    ids = [sent.id for sent in runner.state.sent]
+    if not ids:
+        sys.stderr.write(f"agi: interrupted by {name}: every batch submitted was collected\n")
+        return 128 + stop.signum
+    how = (
+        "rerun the same command to go on waiting and collect them"
+        if out is not None
+        else "without --batch-out no rerun can collect them"
+    )
+    sys.stderr.write(
+        f"agi: interrupted by {name}: stopped waiting for {len(ids)} {runner.api} batches, which "
+        f"go on at the provider ({', '.join(ids[:5])}{', ...' if len(ids) > 5 else ''}); {how}\n"
+    )
+    if stop.signum == signal.SIGINT:
+        sys.stderr.write(f"agi: Ctrl-C again within {GRACE:.0f} s cancels them\n")
+        sys.stderr.flush()
+        if stop.again.wait(GRACE):
+            asked = runner.cancel()
+            if asked:
+                sys.stderr.write(
+                    f"agi: asked {runner.api} to cancel {len(asked)} batches; what they had "
+                    f"answered stays to collect ({'a rerun writes it' if out else 'not kept'})\n"
+                )
+    return 128 + stop.signum
