@@ -138,6 +138,9 @@ class Reply:
     nudge: str | None = None  # not an answer: the harness replies this and the loop goes on
     # Anthropic's thinking blocks with their signatures, as they came: sent back on tool turns
     thinking_blocks: list[dict[str, Any]] = field(default_factory=list)
+    # the Responses API's reasoning items (encrypted), with the model that made them and where
+    # they stood among the reply's output: sent back in place to that model (docs: responses)
+    reasoning_items: dict[str, Any] | None = None
 
     def to_message(self) -> dict[str, Any]:
         msg: dict[str, Any] = {"role": "assistant", "content": self.text}
@@ -147,6 +150,8 @@ class Reply:
             msg[self.reasoning_field] = self.reasoning
         if self.thinking_blocks:
             msg[THINKING_BLOCKS] = self.thinking_blocks
+        if self.reasoning_items:
+            msg[REASONING_ITEMS] = self.reasoning_items
         return msg
 
 
@@ -160,6 +165,8 @@ def tool_result(call_id: str, text: str) -> dict[str, Any]:
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 THINKING_BLOCKS = "thinking_blocks"  # beside an assistant message; only Anthropic takes them back
+REASONING_ITEMS = "reasoning_items"  # beside an assistant message; only the Responses API's
+PROVIDER_ONLY = (THINKING_BLOCKS, REASONING_ITEMS)  # what one protocol alone takes back
 COMPACTION = "compaction"  # a compaction record's bookkeeping (agi.sessions.session); never sent
 
 
@@ -169,10 +176,9 @@ def wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     DeepSeek's thinking mode requires `reasoning_content` on assistant messages with tool_calls
     and older reasoners reject it elsewhere; vLLM and Ollama accept `reasoning` the same way.
     """
-    if (
-        THINKING_BLOCKS in msg
-    ):  # signed for the Messages API (agi.providers.anthropic), no use elsewhere
-        msg = {k: v for k, v in msg.items() if k != THINKING_BLOCKS}
+    if THINKING_BLOCKS in msg or REASONING_ITEMS in msg:
+        # signed for the Messages API or encrypted for the Responses API: no use elsewhere
+        msg = {k: v for k, v in msg.items() if k not in PROVIDER_ONLY}
     if COMPACTION in msg:  # the model sees the record as the user message it is
         msg = {k: v for k, v in msg.items() if k != COMPACTION}
     if msg.get("role") != "assistant" or msg.get("tool_calls"):

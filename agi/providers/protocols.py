@@ -23,16 +23,36 @@ def protocol(provider: str) -> str:
     return {"anthropic": "messages", "ollama": "ollama"}.get(provider, "chat")
 
 
+def protocol_of(model: ModelConfig) -> str:
+    """The protocol a model is spoken to in: `api = "responses"|"chat"` where set (docs:
+    responses), else OpenAI's Responses API for the `openai` provider's gpt-5 family and
+    o-series, else the provider's (`protocol`)."""
+    api = getattr(model, "api", None)
+    if api in ("responses", "chat"):
+        return api
+    if model.provider == "openai":
+        from agi.providers.responses import wants_responses
+
+        if wants_responses(model.model):
+            return "responses"
+    return protocol(model.provider)
+
+
 NAMES = {
     "messages": "Anthropic Messages API",
     "ollama": "Ollama native chat API",
     "chat": "OpenAI-compatible chat completions",
+    "responses": "OpenAI Responses API",
 }
 
 
 def describe(model: ModelConfig) -> tuple[str, str]:
     """The protocol's name and the URL each request goes to (for `:checkhealth agi`)."""
-    kind = protocol(model.provider)
+    kind = protocol_of(model)
+    if kind == "responses":
+        from agi.providers import responses
+
+        return NAMES[kind], responses.url(model)
     if kind == "messages":
         from agi.providers.anthropic import messages_url
 
@@ -77,8 +97,12 @@ def transport_for(
 def wire_for(
     model: ModelConfig, home: Path | None = None, windows: dict[str, Any] | None = None
 ) -> Wire:
-    """The protocol object for `model`'s provider (see `protocol`)."""
-    kind = protocol(model.provider)
+    """The protocol object for `model` (see `protocol_of`)."""
+    kind = protocol_of(model)
+    if kind == "responses":
+        from agi.providers.responses import Responses
+
+        return Responses(model)
     if kind == "messages":
         from agi.providers.anthropic import AnthropicMessages
 
