@@ -52,7 +52,7 @@ class Run:
         """The checks (prices, key, tools: usage errors before any session is touched), then
         the session and the agent; an error after the checks carries the run's `result` so
         far, and what the run had started is ended before it is raised."""
-        settings = spec.settings
+        settings = spec.settings if spec.layer is None else spec.settings.over(spec.layer)
         self.spec, self.settings = spec, settings
         self.interactive = interactive = spec.interactive
         self.started = time.monotonic() if spec.started is None else spec.started
@@ -61,17 +61,18 @@ class Run:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        self.meter = spec.meter if spec.meter is not None else own_meter(settings, spec.budget)
+        meter = spec.meter
+        self.meter = meter if meter is not None else own_meter(settings, spec.budget, spec.layer)
         require_prices(self.meter, settings)  # exit 2 before a session
         from agi.providers.endpoint import require_key
 
         require_key(settings.model)  # so is a missing API key, named by its variable
         self.metered = spec.saved  # the meter's calls already added to the session's meta.json
-        self.ctx = context_for(spec, self.started, self.view.warn, self.meter)
+        self.ctx = context_for(spec, settings, self.started, self.view.warn, self.meter)
         from agi.policy.environment import withhold
 
         withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
-        prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
+        prepare_tools(settings, self.ctx, spec.mcp)  # --describe, MCP lists: usage errors first
         if spec.files is not None:  # Read, Write and Edit through an editor
             from agi.tools.editor import through_editor
 
@@ -184,6 +185,9 @@ class Run:
         try:
             prompt, settings = self.expand(prompt)
             with self.locked():
+                if self.in_one_call(settings):
+                    self.answered = self.answer_in_one_call(self.with_context(prompt), settings)
+                    return self.answered
                 reply = self.held_turn(self.with_context(prompt), settings)
                 self.answered = self.finish(reply.text, settings)
             return self.answered
@@ -253,11 +257,47 @@ class Run:
             self.streamed.release(self.view.handle)
         return reply
 
-    def finish(self, text: str, settings: Settings) -> RunResult:
+    def in_one_call(self, settings: Settings) -> bool:
+        """Whether --schema is answered in one model call (docs: volume): the run keeps no
+        conversation, offers no tools, speaks the native protocol and has no hooks (which
+        would see the turn the agent loop takes)."""
+        if settings.schema is None or not self.session.ephemeral or settings.react:
+            return False
+        agent = self.assemble(settings)
+        return not agent.toolbox.specs and agent.lifecycle is None
+
+    def answer_in_one_call(self, prompt: str, settings: Settings) -> RunResult:
+        """The prompt sent with the schema (agi.structured.single); the valid JSON is the
+        answer, then --exit-code's exchange as after any turn."""
+        from agi.messages import StepStart, UsageEvent, user
+        from agi.providers.capabilities import Formats
+        from agi.structured.single import one_call_json
+
+        agent, session = self.assemble(settings), self.session
+        session.append(user(prompt))
+
+        def handle(event: Event) -> None:
+            if isinstance(event, UsageEvent):
+                agent.usage.add(event.usage)
+            elif isinstance(event, StepStart):
+                agent.steps = event.step
+            self.dispatch(event)
+
+        formats = Formats.of(agent.wire, settings.state)
+        asked = one_call_json(agent.wire, agent.messages(), settings.schema or {}, formats)
+        self.idle.clear()
+        try:
+            answer, reply, _ = drain(asked, handle)
+        finally:
+            self.idle.set()
+        session.append(reply.to_message())
+        return self.finish(reply.text, replace(settings, schema=None), answer)
+
+    def finish(self, text: str, settings: Settings, answer: Any = None) -> RunResult:
         """The answer after the turn: JSON under --schema, and the verdict under --exit-code
         (a judge that gives no verdict leaves the answer standing, with exit 5)."""
         session, agent = self.session, self.agent
-        answer: Any = text
+        answer = text if answer is None else answer
         verdict, error, code = None, None, 0
         if settings.schema is not None:
             from agi.structured.schema import schema_instruction
@@ -443,10 +483,3 @@ def run_record(run: Run, agent: Agent, s: Settings) -> dict[str, Any]:
         "sandbox": s.sandbox.record(),
         **run.described,
     }
-
-
-def with_system(settings: Settings, files: list[str]) -> Settings:
-    """The settings with another system prompt (the REPL's /sys)."""
-    from agi.options.settings import system_prompt
-
-    return replace(settings, system=system_prompt(files, "/sys"))

@@ -266,6 +266,9 @@ def cases() -> dict[str, Case]:
         "docs/guides/sessions.md"
     )
     found.update(more())
+    from doc_cases_volume import volume
+
+    found.update(volume())
     return found
 
 
