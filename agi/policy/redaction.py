@@ -24,6 +24,33 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
+def redact_values(value: Any, secrets: list[str]) -> Any:
+    """A JSON value with every secret cut out of each string in it (object keys too): redacted
+    value by value, so a secret that JSON would escape (`"`, `\\`) is caught, and the text
+    of the value (json.dumps) holds no trace of it. Walked without recursion: any depth."""
+    if not secrets:
+        return value
+    if not isinstance(value, (dict, list, tuple)):
+        return redact(value, secrets) if isinstance(value, str) else value
+    top: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(top, 0, value)]  # (holder, key, value to copy)
+    while stack:
+        holder, key, item = stack.pop()
+        if isinstance(item, dict):
+            copy: Any = {}
+            for k, v in item.items():
+                k = redact(k, secrets) if isinstance(k, str) else k
+                copy[k] = None
+                stack.append((copy, k, v))
+        elif isinstance(item, (list, tuple)):
+            copy = [None] * len(item)
+            stack.extend((copy, i, v) for i, v in enumerate(item))
+        else:
+            copy = redact(item, secrets) if isinstance(item, str) else item
+        holder[key] = copy
+    return top[0]
+
+
 def redact_chunks(chunks: list[Any], secrets: list[str]) -> list[Any]:
     """Chunks with every secret removed from the text they stream, even split across them."""
     if not secrets:

@@ -6,7 +6,7 @@ when a local server does not answer."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agi.errors import ConfigError
@@ -87,3 +87,41 @@ def start_hint(model: ModelConfig) -> str | None:
             f"is a server listening at {root(model.base_url)}? start it, or point --base-url at one"
         )
     return None
+
+
+class Unconfigured(ConfigError):
+    """A call's or job's model on a provider the operator did not configure (exit 2)."""
+
+
+def configured_providers(*layers: Any) -> set[str]:
+    """The providers the operator's options configure (docs: security): the model's own, every
+    `[providers.NAME]` table, and each preset whose key or endpoint variable is set."""
+    import os
+
+    from agi.options.config import PROVIDERS, config_path, load_file, resolve_model
+    from agi.options.values import env_layer, file_layer, resolve
+
+    path = config_path()
+    resolved = resolve([file_layer(load_file(path), path), env_layer(), *layers])
+    found = set(resolved.options.providers or {})
+    if resolved.options.model:
+        found.add(resolve_model(resolved, path).provider)
+    for name, (_, key_var, url_var) in PROVIDERS.items():
+        if any(var and os.environ.get(var) for var in (key_var, url_var)):
+            found.add(name)
+    return found
+
+
+def require_configured(
+    model: ModelConfig, operator: ModelConfig, configured: set[str], field: str
+) -> None:
+    """An Unconfigured error naming `field` unless `model` is served where the operator's options
+    say (the operator's endpoint, or a provider they configured): a call or a batch job names a
+    model, never where the operator's key goes."""
+    if model.provider in configured or root(model.base_url) == root(operator.base_url):
+        return
+    raise Unconfigured(
+        f"{field}: {model.label!r} is on provider {model.provider!r}, which the operator did not "
+        f"configure (its key goes only to the endpoints the operator's options name: -m, "
+        f"--base-url, [providers.{model.provider}] in the config file)"
+    )

@@ -11,6 +11,7 @@ meter, the tools and the model connection (a Run's own).
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from agi.frontends.mcp.call import (
     failure,
 )
 from agi.frontends.views.terminal import Silent, describe_input
+from agi.policy.redaction import redact_values, usable
 from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class Base:
     settings: Settings
     limits: Limits
     pool: ClientPool = field(default_factory=ClientPool)  # connections and backoff of all calls
+    configured: set[str] = field(default_factory=set)  # the providers a call's model may use
 
     @classmethod
     def load(cls, layer: Layer) -> Base:
@@ -55,8 +58,15 @@ class Base:
         for warning in settings.warnings:  # shown once, at start, not with every call
             sys.stderr.write(f"agi: {warning}\n")
         settings.warnings.clear()
+        from agi.policy.anchors import anchored  # where the server resolved them (docs: security)
+
+        settings = dataclasses.replace(
+            settings, permissions=anchored(settings.permissions, os.getcwd())
+        )
         limits = Limits(settings.max_steps, settings.timeout, settings.max_cost)
-        return cls(layer, settings, limits)
+        from agi.providers.endpoint import configured_providers
+
+        return cls(layer, settings, limits, configured=configured_providers(layer))
 
     def for_call(self, call: Call) -> Settings:
         """The server's settings with the call's fields over them (docs: configuration: the
@@ -86,11 +96,23 @@ class Base:
         return dataclasses.replace(s, **changed)
 
     def model(self, spec: str) -> Any:
-        """The call's model, resolved as `-m` would be with the server's other options."""
+        """The call's model, resolved as `-m` would be with the server's other options, on a
+        provider the operator configured (docs: security)."""
         from agi.options.settings import model_for
         from agi.options.values import overlay
+        from agi.providers.endpoint import require_configured
 
-        return model_for(self.layer, overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=spec))
+        model = model_for(self.layer, overlay(SOURCE, {"model": "model"}, model=spec))
+        require_configured(model, self.settings.model, self.configured, "model")
+        return model
+
+
+def secrets(run: Run) -> list[str]:
+    """The keys a run's outputs must not show: its session's, else its model's."""
+    session = getattr(run, "session", None)
+    if session is not None:
+        return list(session.secrets)
+    return usable([run.settings.model.api_key])
 
 
 class Progress(Silent):
@@ -177,6 +199,8 @@ class CallRun:
         if result.exit_code not in (0, 1):  # the judge gave no verdict (exit 5)
             return Outcome(run.redact(f"agi: {result.error or 'failed'}"), result)
         schema = run.settings.schema is not None
+        # value by value: structuredContent's answer and the text made from it (docs: security)
+        result = dataclasses.replace(result, answer=redact_values(result.answer, secrets(run)))
         text = run.redact(answer_text(result.answer, schema))
         if result.verdict is not None:
             reason = run.redact(str(result.verdict.get("reason", "")))
