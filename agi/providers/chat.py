@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
 LIMITS = ("max_tokens", "max_completion_tokens")  # the reply's length, by either name
+TAKES_TIER = ("openai",)  # providers that take `service_tier` (OpenAI's processing tiers)
 
 
 def url(config: ModelConfig) -> str:
@@ -46,6 +47,8 @@ def request_body(
     }
     if tools:
         body["tools"] = tools
+    if config.service_tier and config.provider in TAKES_TIER:  # docs: responses
+        body["service_tier"] = config.service_tier
     body.update(config.params)
     body.update(extra)
     if config.max_tokens and not any(k in body for k in LIMITS):

@@ -113,6 +113,46 @@ def find_price(label: str, model: str, prices: dict[str, Any] | None = None) -> 
     return BUILTIN.get(label) or builtin_price(model)
 
 
+# OpenAI's processing tiers (`service_tier`, docs: responses), USD per million tokens as for
+# BUILTIN: https://platform.openai.com/docs/pricing, its "Flex" and "Priority" tabs (late 2025).
+# A model missing here costs its standard price in that tier.
+TIERS: dict[str, dict[str, Price]] = {
+    "flex": {
+        "gpt-5": Price(0.625, 5.00, 0.0625),
+        "gpt-5.1": Price(0.625, 5.00, 0.0625),
+        "gpt-5-mini": Price(0.125, 1.00, 0.0125),
+        "gpt-5-nano": Price(0.025, 0.20, 0.0025),
+        "o3": Price(1.00, 4.00, 0.25),
+        "o4-mini": Price(0.55, 2.20, 0.138),
+    },
+    "priority": {
+        "gpt-5": Price(2.50, 20.00, 0.25),
+        "gpt-5.1": Price(2.50, 20.00, 0.25),
+        "gpt-5-mini": Price(0.45, 3.60, 0.045),
+        "o3": Price(3.50, 14.00, 0.875),
+        "o4-mini": Price(2.00, 8.00, 0.50),
+        "gpt-4.1": Price(3.50, 14.00, 0.875),
+        "gpt-4o": Price(4.25, 17.00, 2.125),
+    },
+}
+
+
+def tier_price(
+    label: str, model: str, tier: str | None, prices: dict[str, Any] | None = None
+) -> Price | None:
+    """The built-in price of `model` in OpenAI's `tier` (flex, priority), or None: no such
+    tier, a model the table lacks, or a `[prices."…"]` table of the config file, which wins."""
+    configured = prices or {}
+    if (
+        not tier
+        or tier not in TIERS
+        or any(isinstance(configured.get(k), dict) for k in (label, model))
+    ):
+        return None
+    name = model.lower().rpartition("/")[2]
+    return TIERS[tier].get(name) or TIERS[tier].get(_SNAPSHOT.sub("", name))
+
+
 BATCH_FIELDS = ("batch_input", "batch_output")  # a provider batch's prices (docs: batch)
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agi.providers.wire import Event, Received
 
 INCLUDE = ["reasoning.encrypted_content"]
+FILE_FIELDS = ("filename", "file_data", "file_id")  # a chat `file` part's, for input_file
 LIMITS = ("max_tokens", "max_completion_tokens")  # chat's names for max_output_tokens
 # chat-completions parameters the Responses API has no place for (or takes under another name)
 CHAT_ONLY = {"stream_options", "stop", "response_format", "reasoning_effort", "n", "logprobs"}
@@ -74,8 +75,8 @@ def input_parts(content: Any) -> str | list[dict[str, Any]]:
             if isinstance(link, str) and link:
                 parts.append({"type": "input_image", "image_url": link})
         elif kind == "file":
-            file = part.get("file") if isinstance(part.get("file"), dict) else {}
-            sent = {k: file[k] for k in ("filename", "file_data", "file_id") if k in file}
+            file = _table(part.get("file"))
+            sent: dict[str, Any] = {k: file[k] for k in FILE_FIELDS if k in file}
             if sent:
                 parts.append({"type": "input_file", **sent})
         elif kind in ("input_image", "input_file"):
@@ -96,7 +97,7 @@ def assistant_items(msg: dict[str, Any], model: str) -> list[dict[str, Any]]:
     for call in msg.get("tool_calls") or []:
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = _table(call.get("function"))
         items.append(
             {
                 "type": "function_call",
@@ -229,8 +230,8 @@ def request_body(
 def failure(error: Any, where: str = "") -> ProviderError:
     """A failed response's `error` (`{code, message}`) or an `error` event, as the error of the
     status its code stands for: a rate limit or a server error is retried."""
-    err = error if isinstance(error, dict) else {}
-    inner = err.get("error") if isinstance(err.get("error"), dict) else err
+    err = _table(error)
+    inner = _table(err.get("error")) or err
     code = inner.get("code") or inner.get("type")
     code = code if isinstance(code, str) else ""
     status = CODES.get(code) or (429 if "rate_limit" in code else None)

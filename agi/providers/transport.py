@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agi.providers.wire import Pool, Wire
 
 ATTEMPTS = 3
+FLEX_WAIT = 900.0  # seconds a request under service_tier "flex" may wait for its first byte
 
 
 def backoff(attempt: int) -> float:
@@ -221,6 +222,12 @@ class Exchange:
         return reply
 
     def _record(self, usage: Usage | None) -> None:
+        tier = getattr(self.config, "service_tier", None)
+        if tier and usage is not None and usage.cost is None and self.meter is not None:
+            from agi.providers.cost import tier_price  # a tier's own price (docs: responses)
+
+            price = tier_price(self.config.label, self.config.model, tier, self.meter.prices)
+            usage.cost = None if price is None else price.cost(usage)
         if self.meter is not None:
             self.meter.record(self.config.label, self.config.model, usage, id(self))
 
@@ -272,6 +279,8 @@ class Exchange:
         left = self.remaining()
         cap = lambda s: s if left is None else max(0.01, min(s, left))  # noqa: E731
         idle = self.config.idle_timeout
+        if getattr(self.config, "service_tier", None) == "flex":  # docs: responses
+            idle = max(idle, FLEX_WAIT)  # flex may be slow to begin its answer
         return httpx.Timeout(connect=cap(10.0), read=cap(idle), write=cap(30.0), pool=cap(10.0))
 
     def _once(self, body: dict[str, Any], asm: StreamAssembler) -> Generator[Event, None, Reply]:
