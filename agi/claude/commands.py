@@ -48,7 +48,9 @@ class Command:
         from agi.claude.skills import FrontMatterError, lenient_front_matter, split_front_matter
 
         try:
-            text = self.path.read_text(encoding="utf-8")
+            from agi.fileio import read_text
+
+            text = read_text(self.path)  # bounded (docs: security)
         except (OSError, UnicodeDecodeError) as e:
             raise UsageError(f"command /{self.name} ({self.path}): cannot read it: {e}") from e
         if not text.lstrip("\ufeff").startswith("---"):

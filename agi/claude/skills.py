@@ -255,12 +255,16 @@ class Skill:
 
     @property
     def body(self) -> str:
-        return split_front_matter(self.file.read_text(encoding="utf-8"))[1].strip()
+        from agi.fileio import read_text
+
+        return split_front_matter(read_text(self.file))[1].strip()
 
 
 def read_skill(directory: Path) -> Skill:
     """The skill in a directory holding SKILL.md; FrontMatterError or OSError when unreadable."""
-    text = (directory / SKILL_FILE).read_text(encoding="utf-8")
+    from agi.fileio import read_text
+
+    text = read_text(directory / SKILL_FILE)  # bounded (docs: security)
     meta, problem = lenient_front_matter(split_front_matter(text)[0])
     if problem is not None:
         raise FrontMatterError(problem)

@@ -37,8 +37,9 @@ def read_agent(path: Path) -> AgentFile:
     agent is named after its file), except its `tools` line: dropping that would give the agent
     every tool, so it is kept, and a file whose `tools` cannot be read is refused."""
     from agi.claude.skills import lenient_front_matter, split_front_matter, written_keys
+    from agi.fileio import read_text
 
-    lines, body = split_front_matter(path.read_text(encoding="utf-8"))
+    lines, body = split_front_matter(read_text(path))  # bounded (docs: security)
     meta, problem = lenient_front_matter(lines)
     note = ""
     if problem is not None:

@@ -48,6 +48,18 @@ def one_of(*values: str, quoted: bool = False) -> Check:
     return (lambda v: v in values, f"one of {shown}")
 
 
+def number(text: str, kind: type = int) -> Any:
+    """`text` as an int (ASCII digits only) or a float (ASCII digits, one point, an exponent):
+    int() and float() would also take `1_0`, spaces and other scripts' digits. ValueError
+    when it is none of these."""
+    import re
+
+    shape = r"[+-]?[0-9]+" if kind is int else r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+    if not isinstance(text, str) or not re.fullmatch(shape, text, re.ASCII):
+        raise ValueError(f"not a number: {text!r}")
+    return kind(text)
+
+
 def positive(kind: type) -> Any:
     """The command line's converter to a finite positive number (agi.options.config caps
     timeouts: 1e12 s is no overflow)."""
@@ -57,7 +69,7 @@ def positive(kind: type) -> Any:
         import math
 
         try:
-            value = kind(text)
+            value = number(text, kind)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if not math.isfinite(value):
@@ -77,7 +89,7 @@ def whole(low: int, high: int) -> Any:
         import argparse
 
         try:
-            value = int(text)
+            value = number(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
         if not low <= value <= high:

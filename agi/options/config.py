@@ -110,8 +110,10 @@ _parsed: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}  # path -> (stam
 def load_file(path: Path) -> dict[str, Any]:
     """The config file's settings; a missing file is empty, a broken one a ConfigError. A
     process serving many runs (MCP server, batch, ACP) parses it again only when it changed."""
+    from agi.fileio import read_limited
+
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path)  # bounded, regular files only (docs: security)
         stat = path.stat()
     except FileNotFoundError:
         return {}

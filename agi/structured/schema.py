@@ -13,7 +13,8 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agi.errors import ProviderError, SchemaFailed
+from agi.errors import ProviderError, SchemaFailed, UsageError
+from agi.fileio import loads, read_text
 from agi.messages import ReasoningDelta, Reply, Returning, UsageEvent, user
 from agi.prompts import harness_text
 from agi.providers.capabilities import FORMATS, Formats, request_format
@@ -59,15 +60,15 @@ def parse_schema(spec: str, source: str = "--schema") -> dict[str, Any]:
             raise SchemaError(f"bad {source}: a file name must follow @")
         path = Path(spec[1:]).expanduser()
         try:
-            spec = path.read_text(encoding="utf-8")
-        except (OSError, ValueError) as e:  # also undecodable text, a NUL in the name
+            spec = read_text(path)  # bounded (docs: security)
+        except (OSError, ValueError, UsageError) as e:  # also undecodable text, a NUL in the name
             reason = getattr(e, "strerror", None) or str(e)
             raise SchemaError(f"cannot read {source} file {path}: {reason}") from e
         source = f"{source} file {path}"
     if not spec.lstrip().startswith("{"):
         return Parser(spec, source).top()
     try:
-        schema = json.loads(spec)
+        schema = loads(spec)
     except json.JSONDecodeError as e:
         hint = f"not valid JSON ({e.msg}); a schema starting with {{ is read as JSON Schema"
         raise error_at(spec, e.pos, hint, source) from None

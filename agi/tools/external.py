@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError, UsageError
+from agi.fileio import loads, read_text
 from agi.policy.environment import child_env
 from agi.tools.protocol import ToolContext, ToolText
 from agi.tools.shell import Processes, kill_group, run_process
@@ -113,8 +114,11 @@ def validate(description: Any, where: str) -> dict[str, Any]:
     return {"name": name, "description": text, "parameters": params}
 
 
-def describe(path: str, timeout: float = DESCRIBE_TIMEOUT) -> dict[str, Any]:
-    """Run `PATH --describe` (stdin empty, its own process group) and validate what it prints."""
+def describe(
+    path: str, timeout: float = DESCRIBE_TIMEOUT, live: list[Any] | None = None
+) -> dict[str, Any]:
+    """Run `PATH --describe` (stdin empty, its own process group) and validate what it prints;
+    the process is in `live` while it runs (for a --timeout to kill it)."""
     where = f"tool {path}"
     try:
         proc = subprocess.Popen(
@@ -127,6 +131,8 @@ def describe(path: str, timeout: float = DESCRIBE_TIMEOUT) -> dict[str, Any]:
         )
     except OSError as e:
         raise UsageError(f"{where}: cannot run it: {e.strerror or e}") from e
+    if live is not None:
+        live.append(proc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as e:
@@ -141,8 +147,10 @@ def describe(path: str, timeout: float = DESCRIBE_TIMEOUT) -> dict[str, Any]:
             f"{where}: --describe failed (exit {proc.returncode})"
             + (f": {why[-1][:300]}" if why else "")
         )
+    if live is not None and proc in live:
+        live.remove(proc)
     try:
-        data = json.loads(out)
+        data = loads(out)
     except ValueError as e:
         shown = out.decode("utf-8", "replace").strip()[:200]
         raise UsageError(
@@ -164,8 +172,8 @@ class DescriptionCache:
         if self.file is None:
             return
         try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = loads(read_text(self.file, 64 << 20))
+        except (OSError, ValueError, UsageError):
             return
         if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
             tools = data.get("tools")
@@ -254,18 +262,26 @@ def _describe_all(paths: list[str], cache: DescriptionCache) -> list[dict[str, A
     results: list[dict[str, Any] | UsageError | None] = [cache.get(s) for s in stamps]
     misses = [i for i, r in enumerate(results) if r is None]
 
+    live: list[Any] = []  # the --describe processes running
+
     def one(path: str) -> dict[str, Any] | UsageError:
         try:
-            return describe(path)
+            return describe(path, live=live)
         except UsageError as e:
             return e
 
     if misses:
         with ThreadPoolExecutor(max_workers=min(8, len(misses))) as pool:
-            for i, got in zip(misses, pool.map(one, [paths[i] for i in misses]), strict=True):
-                results[i] = got
-                if isinstance(got, dict):
-                    cache.put(stamps[i], got)
+            try:
+                for i, got in zip(misses, pool.map(one, [paths[i] for i in misses]), strict=True):
+                    results[i] = got
+                    if isinstance(got, dict):
+                        cache.put(stamps[i], got)
+            except BaseException:  # --timeout or a signal: the waits end now (docs: tools)
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in list(live):
+                    kill_group(proc)
+                raise
     return [r for r in results if r is not None]  # every slot is filled by now
 
 

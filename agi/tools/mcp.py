@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextvars
 import os
 import re
 import threading
@@ -77,6 +78,18 @@ class Server:
         self.ready: asyncio.Future[Any] | None = None
         self.stop: asyncio.Event | None = None
         self.stderr: Any = None  # a stdio server's stderr, kept to explain a failed start
+        self.pids: set[int] = set()  # its stdio processes (each leads its own process group)
+
+    def kill(self) -> None:
+        """End the server's processes at once (a --timeout or a signal is not a time to wait
+        for them to exit by themselves); the SDK's own shutdown then finds them gone."""
+        import signal
+
+        for pid in list(self.pids):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     async def connect(self, timeout: float) -> Any:
         """The live session, starting the server (once, for every caller) if needed."""
@@ -148,7 +161,12 @@ class Server:
                 self.stderr.close()
             # not our stderr (only `agi:` lines go there); O_APPEND lets us read it meanwhile
             self.stderr = tempfile.TemporaryFile("a+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            streams = await stack.enter_async_context(stdio_client(params, errlog=self.stderr))
+            _record_pids()
+            token = _spawning.set(self.pids)
+            try:
+                streams = await stack.enter_async_context(stdio_client(params, errlog=self.stderr))
+            finally:
+                _spawning.reset(token)
         elif spec["type"] == "sse":
             from mcp.client.sse import sse_client
 
@@ -192,6 +210,29 @@ class Server:
                 self.stop.set()  # reap it; the next call starts it again
             raise ToolError(f"MCP server {name} closed the connection: {self.why(e, since)}") from e
         return dump(result)
+
+
+_spawning: contextvars.ContextVar[set[int] | None] = contextvars.ContextVar("agi_mcp_pids")
+
+
+def _record_pids() -> None:
+    """Have the SDK's stdio transport tell each Server the pid of the process it starts (a
+    wrapper around its spawning function, installed once; a Server sets `_spawning`)."""
+    import mcp.client.stdio as sdk
+
+    spawn = getattr(sdk, "_create_platform_compatible_process", None)
+    if spawn is None or getattr(spawn, "agi_records", False):
+        return
+
+    async def recording(*args: Any, **kwargs: Any) -> Any:
+        process = await spawn(*args, **kwargs)
+        pids = _spawning.get(None)
+        if pids is not None:
+            pids.add(process.pid)
+        return process
+
+    recording.agi_records = True  # type: ignore[attr-defined]
+    sdk._create_platform_compatible_process = recording  # type: ignore[assignment]
 
 
 def _lost(error: BaseException) -> bool:
@@ -296,6 +337,7 @@ class Runtime:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
+        self.waiting: set[concurrent.futures.Future[Any]] = set()  # what submit() waits for
 
     def _start(self) -> asyncio.AbstractEventLoop:
         import asyncio
@@ -326,13 +368,25 @@ class Runtime:
         import asyncio
 
         future = asyncio.run_coroutine_threadsafe(coroutine, self._start())
+        with self.lock:
+            self.waiting.add(future)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise ToolError("the MCP call did not finish in time") from None
         except concurrent.futures.CancelledError:
-            raise ToolError("the MCP call was cancelled (agi is shutting down)") from None
+            raise ToolError("the MCP call was cancelled") from None
         finally:
+            future.cancel()
+            with self.lock:
+                self.waiting.discard(future)
+
+    def interrupt(self) -> None:
+        """A cancelled turn: every call waiting on a server ends now (the request is cancelled
+        on the loop; the SDK tells the server), and the servers stay up (docs: mcp)."""
+        with self.lock:
+            waiting = list(self.waiting)
+        for future in waiting:
             future.cancel()
 
     async def shutdown(self) -> None:
@@ -358,10 +412,14 @@ class Runtime:
             server.task = server.ready = server.stop = None  # a later call starts it anew
             server.owners.clear()
 
-    def close(self) -> None:
-        """End every MCP session and server process and join the loop thread; safe to repeat."""
+    def close(self, hard: bool = False) -> None:
+        """End every MCP session and server process and join the loop thread; safe to repeat.
+        `hard`: the processes are killed first rather than given time to exit."""
         import asyncio
 
+        if hard:
+            for server in self.servers:
+                server.kill()
         with self.lock:
             loop, thread, self.loop, self.thread = self.loop, self.thread, None, None
         if loop is None or thread is None:
@@ -406,7 +464,7 @@ def load_mcp(
         except ToolError as e:
             started = [ToolError(f"MCP server {s.config.name} did not start: {e}") for s in cold]
         except BaseException:
-            rt.close()  # an interrupt while servers start must not leave them running
+            rt.close(hard=True)  # an interrupt or --timeout while servers start: none is left
             raise
         for server, outcome in zip(cold, started, strict=True):
             if isinstance(outcome, BaseException):

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi.errors import ConfigError
+from agi.errors import ConfigError, UsageError
+from agi.fileio import loads, read_text
 
 CACHE_VERSION = 1
+CACHE_LIMIT = 64 << 20  # bytes of the tool-list cache read at most (larger: empty)
 CACHE_TTL = 24 * 3600.0  # seconds a cached tool list is trusted without starting the server
 VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -133,7 +135,7 @@ def _read(path: Path | McpSource) -> Any:
         return {"mcpServers": path.data}
     file = path.path if isinstance(path, McpSource) else path
     try:
-        return json.loads(Path(file or "").read_text(encoding="utf-8"))
+        return loads(read_text(Path(file or "")))  # bounded (docs: security)
     except OSError as e:
         raise ConfigError(f"cannot read MCP config {path}: {e.strerror}") from e
     except ValueError as e:
@@ -176,8 +178,8 @@ class Cache:
         self.file, self.lock = file, threading.Lock()
         self.entries: dict[str, Any] = {}
         try:
-            data = json.loads(file.read_text(encoding="utf-8")) if file else None
-        except (OSError, ValueError):
+            data = loads(read_text(file, CACHE_LIMIT)) if file else None
+        except (OSError, ValueError, UsageError):
             data = None
         if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
             servers = data.get("servers")

@@ -185,11 +185,16 @@ def read_env_file(path: str | Path, base: dict[str, str] | None = None) -> dict[
     """The variables a CLAUDE_ENV_FILE sets or changes, found by sourcing it with sh like Claude
     Code does (so `export PATH="$HOME/bin:$PATH"` expands); ValueError if it cannot be sourced."""
     base = child_env() if base is None else dict(base)
-    try:
-        if not Path(path).read_text(encoding="utf-8", errors="replace").strip():
+    from agi.errors import UsageError
+    from agi.fileio import read_limited
+
+    try:  # bounded, regular files only (docs: security)
+        if not read_limited(path).decode("utf-8", "replace").strip():
             return {}
     except OSError:
         return {}
+    except UsageError as e:
+        raise ValueError(f"CLAUDE_ENV_FILE {e}: not sourced") from None
     # Python would add LC_CTYPE to a C-locale environment (PEP 538) unless told not to.
     dump = (
         "import json, os; e = dict(os.environ); e.pop('PYTHONCOERCECLOCALE'); print(json.dumps(e))"

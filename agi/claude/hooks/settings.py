@@ -99,7 +99,9 @@ def read_json(path: Path, kind: str = "hooks file") -> Any:
         return HookSettingsError(f"{kind} {path}: {problem}")
 
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        from agi.fileio import loads, read_text
+
+        return loads(read_text(path))  # bounded, and too deep is a line number (docs: security)
     except OSError as e:
         raise bad(e.strerror or str(e)) from e
     except UnicodeDecodeError as e:

@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agi.fileio import loads, read_text
+
 MODES = {
     "default": ("Default", "Calls that can change something ask first"),
     "acceptEdits": ("Accept edits", "Edits inside the working directory run without asking"),
@@ -47,7 +49,7 @@ class SessionRules:
         self.allow: list[str] = []
         self.deny: list[str] = []
         try:
-            table = json.loads(self.file.read_text(encoding="utf-8")).get("permissions") or {}
+            table = loads(read_text(self.file)).get("permissions") or {}  # docs: security
             self.allow = [r for r in table.get("allow") or [] if isinstance(r, str)]
             self.deny = [r for r in table.get("deny") or [] if isinstance(r, str)]
         except (OSError, ValueError, AttributeError):

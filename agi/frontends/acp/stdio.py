@@ -13,6 +13,8 @@ import stat
 import threading
 from typing import Any
 
+from agi.fileio import loads
+
 LIMIT = 50 * 1024 * 1024  # the library's default line limit (multimodal prompts)
 
 
@@ -30,23 +32,30 @@ def import_library() -> threading.Thread:
 
 
 def first_line() -> tuple[bytes, bytes]:
-    """The first line on stdin and what was read after it (b"" at end of input)."""
-    data = b""
-    while b"\n" not in data:
+    """The first line on stdin and what was read after it (b"" at end of input), read in
+    linear time; a first line over LIMIT is b"", all that was read of it the rest (the
+    reader then refuses it once and goes on at the next line)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
         chunk = os.read(0, 65536)
         if not chunk:
-            return data, b""
-        data += chunk
-    line, _, rest = data.partition(b"\n")
-    return line + b"\n", rest
+            return b"".join(chunks), b""
+        end = chunk.find(b"\n")
+        if end >= 0 and size + end <= LIMIT:
+            return b"".join([*chunks, chunk[: end + 1]]), chunk[end + 1 :]
+        chunks.append(chunk)
+        size += len(chunk)
+        if end >= 0 or size > LIMIT:
+            return b"", b"".join(chunks)
 
 
 def answer_initialize(line: bytes, result: Any) -> dict[str, Any] | None:
     """When `line` is an `initialize` request: write its answer (`result(params)`) to stdout
     and return its params; None for anything else (the library will read it)."""
     try:
-        message = json.loads(line)
-    except ValueError:
+        message = loads(line)
+    except ValueError:  # nested too deep too: the reader answers it
         return None
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return None
@@ -59,7 +68,12 @@ def answer_initialize(line: bytes, result: Any) -> dict[str, Any] | None:
     data = (json.dumps(reply, separators=(",", ":")) + "\n").encode()
     while data:
         data = data[os.write(1, data) :]
+    global _answered
+    _answered = 1
     return params
+
+
+_answered = 0  # lines of stdin answered here (the reader numbers the others after them)
 
 
 def _pipe(fd: int) -> bool:
@@ -79,27 +93,51 @@ async def streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWr
 
 def checked(source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> asyncio.StreamReader:
     """A reader of the lines of `source` that are JSON objects. The others are answered here
-    as JSON-RPC says (-32700 for a line that is not JSON, -32600 for one that is not an
-    object or is too long), where the library would end the connection or log a traceback."""
+    as JSON-RPC says (-32700 for a line that is not JSON or nested too deep, -32600 for one
+    that is not an object or is over LIMIT), where the library would end the connection or
+    log a traceback. Lines are split in linear time; a line over LIMIT is answered once and
+    dropped up to its newline; each answer waits until the client reads it (docs: acp)."""
     target = asyncio.StreamReader(limit=LIMIT)
 
+    number = _answered  # the line's number on stdin, for its error
+
+    async def deliver(line: bytes) -> None:
+        if not line.strip():
+            return
+        problem = _problem(line, number)
+        if problem is None:
+            target.feed_data(line + b"\n")
+            await _room(target)
+        else:
+            await _refuse(writer, *problem)
+
     async def pump() -> None:
+        nonlocal number
+        pieces: list[bytes] = []
+        size, dropping = 0, False
+        too_long = (-32600, f"Invalid Request: a message over {LIMIT} bytes")
         try:
-            while True:
-                try:
-                    line = await source.readline()
-                except ValueError:  # longer than LIMIT: dropped up to its end
-                    _refuse(writer, -32600, f"Invalid Request: a message over {LIMIT} bytes")
+            while chunk := await source.read(1 << 16):
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    number += 1
+                    piece = chunk[start:end]
+                    if not dropping and size + len(piece) > LIMIT:
+                        await _refuse(writer, *too_long)
+                    elif not dropping:
+                        await deliver(b"".join([*pieces, piece]))
+                    pieces, size, dropping = [], 0, False
+                    start = end + 1
+                if dropping or start == len(chunk):
                     continue
-                if not line:
-                    return
-                if not line.strip():
-                    continue
-                problem = _problem(line)
-                if problem is None:
-                    target.feed_data(line if line.endswith(b"\n") else line + b"\n")
-                else:
-                    _refuse(writer, *problem)
+                size += len(chunk) - start
+                pieces.append(chunk[start:])
+                if size > LIMIT:  # answered now, once; its bytes are dropped up to its end
+                    await _refuse(writer, *too_long)
+                    pieces, size, dropping = [], 0, True
+            if pieces and not dropping:
+                number += 1
+                await deliver(b"".join(pieces))
         finally:
             target.feed_eof()
 
@@ -112,10 +150,20 @@ def checked(source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> async
 _pumps: set[asyncio.Future[Any]] = set()  # the running pumps (tasks are weakly held)
 
 
-def _problem(line: bytes) -> tuple[int, str] | None:
-    """None for a JSON object, else the error to answer."""
+async def _room(reader: asyncio.StreamReader) -> None:
+    """Wait while `reader` holds more than LIMIT unread bytes (the library reads on)."""
+    while len(getattr(reader, "_buffer", b"")) > LIMIT:
+        await asyncio.sleep(0.01)
+
+
+def _problem(line: bytes, number: int = 0) -> tuple[int, str] | None:
+    """None for a JSON object, else the error to answer (`number`: the line's, on stdin)."""
     try:
-        message = json.loads(line)
+        message = loads(line)
+    except json.JSONDecodeError as e:
+        if e.msg == "nested too deep":
+            return (-32700, f"Parse error: line {number} nested too deep (column {e.colno})")
+        return (-32700, "Parse error: a line that is not JSON")
     except ValueError:
         return (-32700, "Parse error: a line that is not JSON")
     if not isinstance(message, dict):
@@ -123,9 +171,11 @@ def _problem(line: bytes) -> tuple[int, str] | None:
     return None
 
 
-def _refuse(writer: asyncio.StreamWriter, code: int, message: str) -> None:
+async def _refuse(writer: asyncio.StreamWriter, code: int, message: str) -> None:
+    """Answer a bad line, and read no further until the client has taken the answer."""
     reply = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
     writer.write((json.dumps(reply, separators=(",", ":")) + "\n").encode())
+    await writer.drain()
 
 
 async def _streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -149,11 +199,15 @@ async def _streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamW
 
 
 def _feed(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    async def put(chunk: bytes) -> None:
+        reader.feed_data(chunk)
+        await _room(reader)  # a file such as /dev/zero is read no faster than it is used
+
     def read() -> None:
         try:
             while chunk := os.read(0, 65536):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-        except OSError:
+                asyncio.run_coroutine_threadsafe(put(chunk), loop).result()
+        except (OSError, RuntimeError):  # RuntimeError: the loop is closed
             pass
         finally:
             loop.call_soon_threadsafe(reader.feed_eof)

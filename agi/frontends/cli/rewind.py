@@ -35,7 +35,7 @@ def _which(args: argparse.Namespace) -> tuple[str, int | None]:
         return "list", None
     if value == "last":
         return kind, 0
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:  # `²` is a digit too
         raise UsageError(f"--rewind takes a turn number (1, 2, ... or last), not {value!r}")
     return kind, int(value)
 
