@@ -78,6 +78,7 @@ def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
     """Every job's settings, loaded and checked before anything runs (a bad schema or an
     unreadable sys file is a usage error naming the line); the API keys they use."""
     from agi.providers.cost import Meter
+    from agi.providers.endpoint import Unconfigured
 
     keys: set[str | None] = {plan.base.model.api_key}
     base = plan.base.model
@@ -88,6 +89,8 @@ def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
             Meter(settings.prices, budget.limit or settings.max_cost).require(
                 settings.model.label, settings.model.model
             )
+        except Unconfigured:
+            continue  # that job's line says so, with exit 2; the others run
         except UsageError as e:
             if job.source in str(e):
                 raise
@@ -102,6 +105,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     """Read, check, run; the exit status (0 all done, 1 a job failed, 4 the budget stopped
     the batch, 130/143 interrupted)."""
     from agi.options.settings import Settings
+    from agi.policy.environment import withhold
     from agi.process import hide_keys
     from agi.providers.pool import ClientPool
 
@@ -113,6 +117,8 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         sys.stderr.write(f"agi: {warning}\n")
     plan, budget = Plan(base, layer), Budget(base.max_cost)
     secrets = prepare(plan, jobs, budget)
+    for key in secrets:  # every job's children: no job's tools see another job's key
+        withhold(key)
     hide_keys(base.model.api_key)  # the tools' environment, as for one run
     out = Path(args.batch_out).expanduser() if args.batch_out else None
     if getattr(args, "batch_api", None):  # the provider's batches (docs: batch)

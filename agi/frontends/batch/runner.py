@@ -38,6 +38,9 @@ class Plan:
 
     def __init__(self, base: Settings, layer: Layer):
         self.base, self.layer = base, layer
+        from agi.providers.endpoint import configured_providers
+
+        self.configured = configured_providers(layer)  # the providers a job's model may use
         self._loaded: dict[str, Settings] = {}
         self._lock = threading.Lock()
 
@@ -77,7 +80,13 @@ class Plan:
             sys=[sys_files] if isinstance(sys_files, str) else sys_files,
             ephemeral=given.get("ephemeral"),
         )
-        return Settings.load(self.layer, job_layer)
+        settings = Settings.load(self.layer, job_layer)
+        if given.get("model") is not None:  # on a provider the operator configured
+            from agi.providers.endpoint import require_configured
+
+            field = f"{job.source}: model"
+            require_configured(settings.model, self.base.model, self.configured, field)
+        return settings
 
 
 class Stop:
@@ -110,9 +119,15 @@ def run_all(
 ) -> None:
     """Each job to the first backend that accepts it, the backends side by side; the last one
     (`LocalRuns`, which takes every job) runs on this thread, which stays free for signals."""
+    from agi.providers.endpoint import Unconfigured
+
     groups: list[list[BatchJob]] = [[] for _ in backends]
     for job in jobs:
-        settings = plan.settings(job)
+        try:
+            settings = plan.settings(job)
+        except Unconfigured:  # a model the operator did not configure: LocalRuns fails the job
+            groups[-1].append(job)
+            continue
         groups[next(i for i, b in enumerate(backends) if b.accepts(job, settings))].append(job)
     others = [
         threading.Thread(target=b.run, args=(g, report, stop), name="agi-backend")

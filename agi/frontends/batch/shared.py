@@ -32,8 +32,12 @@ class Outcome:
     def exit(self) -> int:
         return self.result.exit_code
 
-    def line(self) -> str:
-        return json.dumps(batch_record(self.result, self.id), ensure_ascii=False) + "\n"
+    def line(self, secrets: list[str] | None = None) -> str:
+        """The JSON line, `secrets` redacted value by value (docs: security)."""
+        from agi.policy.redaction import redact_values
+
+        record = redact_values(batch_record(self.result, self.id), secrets or [])
+        return json.dumps(record, ensure_ascii=False) + "\n"
 
 
 class Writer:
@@ -67,7 +71,7 @@ class Writer:
         """Write one line; False when it could not be appended to FILE (see `failed`)."""
         from agi.policy.redaction import redact
 
-        line = redact(outcome.line(), self.secrets)
+        line = redact(outcome.line(self.secrets), self.secrets)
         with self.lock:
             data = line.encode("utf-8", "surrogateescape")
             kept = self._append(data) if self.fd is not None else self.failed is None
