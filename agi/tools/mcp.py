@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
-import contextvars
 import os
 import re
 import threading
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import ToolError
 from agi.tools.mcp_config import Cache, ServerConfig, read_configs
 from agi.tools.mcp_content import dump, result_text, size
+from agi.tools.mcp_process import kill_groups, recording
 from agi.tools.protocol import ToolContext, ToolText
 
 if TYPE_CHECKING:
@@ -83,13 +83,7 @@ class Server:
     def kill(self) -> None:
         """End the server's processes at once (a --timeout or a signal is not a time to wait
         for them to exit by themselves); the SDK's own shutdown then finds them gone."""
-        import signal
-
-        for pid in list(self.pids):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        kill_groups(self.pids)
 
     async def connect(self, timeout: float) -> Any:
         """The live session, starting the server (once, for every caller) if needed."""
@@ -143,6 +137,8 @@ class Server:
                 ready.set_exception(e if isinstance(e, Exception) else ConnectionError("stopped"))
             if not isinstance(e, Exception):
                 raise
+        finally:
+            self.pids.clear()  # the transport has ended its process: its pid may be reused
 
     async def _open(self, stack: Any) -> tuple[Any, Any]:
         """The read and write streams of a stdio, SSE or streamable HTTP transport."""
@@ -161,12 +157,8 @@ class Server:
                 self.stderr.close()
             # not our stderr (only `agi:` lines go there); O_APPEND lets us read it meanwhile
             self.stderr = tempfile.TemporaryFile("a+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            _record_pids()
-            token = _spawning.set(self.pids)
-            try:
+            with recording(self.pids):  # the process's pid, for kill()
                 streams = await stack.enter_async_context(stdio_client(params, errlog=self.stderr))
-            finally:
-                _spawning.reset(token)
         elif spec["type"] == "sse":
             from mcp.client.sse import sse_client
 
@@ -210,29 +202,6 @@ class Server:
                 self.stop.set()  # reap it; the next call starts it again
             raise ToolError(f"MCP server {name} closed the connection: {self.why(e, since)}") from e
         return dump(result)
-
-
-_spawning: contextvars.ContextVar[set[int] | None] = contextvars.ContextVar("agi_mcp_pids")
-
-
-def _record_pids() -> None:
-    """Have the SDK's stdio transport tell each Server the pid of the process it starts (a
-    wrapper around its spawning function, installed once; a Server sets `_spawning`)."""
-    import mcp.client.stdio as sdk
-
-    spawn = getattr(sdk, "_create_platform_compatible_process", None)
-    if spawn is None or getattr(spawn, "agi_records", False):
-        return
-
-    async def recording(*args: Any, **kwargs: Any) -> Any:
-        process = await spawn(*args, **kwargs)
-        pids = _spawning.get(None)
-        if pids is not None:
-            pids.add(process.pid)
-        return process
-
-    recording.agi_records = True  # type: ignore[attr-defined]
-    sdk._create_platform_compatible_process = recording  # type: ignore[assignment]
 
 
 def _lost(error: BaseException) -> bool:

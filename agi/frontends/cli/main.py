@@ -129,6 +129,8 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
         raise UsageError("--compact prints the summary: it takes no --schema or --exit-code")
     from agi.frontends.cli import oneshot  # after parsing: --version and --help stay light
 
+    if args.timeout and not args.repl:  # the files the options name are read within it too
+        arm_alarm(started, args.timeout)
     settings = settings_for(args)
     if settings is None:
         return 0

@@ -241,9 +241,14 @@ def serve(base: Base) -> int:
 async def _serve(base: Base) -> None:
     from mcp.server.stdio import stdio_server
 
+    from agi.frontends.mcp.lines import claim_stdin
+
     server = make_server(Calls(base))
+    stdin, release = claim_stdin()  # bounded lines, bad ones answered (docs: mcp-server)
     try:
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
+            stdin.reply = write.send
             await server.run(read, write, server.create_initialization_options())
     finally:
+        release()
         base.pool.close()  # the calls' model connections
