@@ -47,7 +47,8 @@ def command_text(expansion: Expansion, settings: Settings, ctx: Any, trace: Any)
 
     env = {**settings.env, **ctx.env}
     where = Where(ctx.cwd, env, ctx.warn, settings.sandbox, trace)
-    return expand(expansion, settings.permissions or Permissions(), where)
+    permissions = (settings.permissions or Permissions()).with_rules(list(ctx.learned))
+    return expand(expansion, permissions, where)  # and a person's "always" answers (docs: acp)
 
 
 def command_model(current: ModelConfig, spec: str) -> ModelConfig:

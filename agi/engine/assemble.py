@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agi.engine.seams import Ask, Event, ModelStream, PermissionGuard, TurnCheckpoints
     from agi.options.config import ModelConfig
     from agi.options.settings import Settings
+    from agi.policy.permissions import Rule
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
     from agi.providers.wire import Pool
@@ -50,6 +51,7 @@ class Context:
     on_child_event: Callable[[Event], None] | None = None  # ACP: subagents' events (tool calls)
     on_allowed: Callable[[str], None] | None = None  # ACP: the run's own calls let run, by id
     pool: Pool | None = None  # HTTP clients and one backoff per endpoint, shared by runs
+    learned: list[Rule] = field(default_factory=list)  # "always" answers, every guard's
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -138,7 +140,7 @@ def make_guard(
     """The permission check: rules, the mode (`ctx.mode` once a front end changed it) and the
     front end's `ctx.ask` (agi.policy.asking; the terminal question when None). NoGuard when
     nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
-    quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None
+    quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None and not ctx.learned
     if settings.permissions is None and lifecycle is None and quiet:
         from agi.engine.absent import NO_GUARD
 
@@ -158,6 +160,7 @@ def make_guard(
         read_only=read_only,
         default_asks=ctx.default_asks,
         on_allowed=ctx.on_allowed if ctx.depth == 0 else None,
+        learned=ctx.learned,  # an "always" answer holds for every agent of the run
     )
     if lifecycle is not None:
         lifecycle.guard = guard  # hooks see the mode in `permission_mode`
@@ -233,9 +236,10 @@ def make_transport(settings: Settings, session: Session, ctx: Context) -> Transp
     return transport
 
 
-def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
+def build_tools(settings: Settings, ctx: Context, added: Sequence[Any] = ()) -> list[Tool]:
     """Every tool the run may offer: built-ins, the user's tools (`--describe`, cached), MCP
-    servers' tools (cached lists; servers start when first called) and the Skill tool."""
+    servers' tools (cached lists; servers start when first called; `added`: the front end's
+    sources, after the settings') and the Skill tool."""
     sources = settings.tools
     if sources.none:
         return []
@@ -251,10 +255,11 @@ def build_tools(settings: Settings, ctx: Context) -> list[Tool]:
         own, warnings = load_tools(sources.files, sources.dirs, cache)
         tools += own
         _warn_all(ctx, warnings)
-    if sources.mcp:
+    mcp = [*sources.mcp, *added]
+    if mcp:
         from agi.tools.mcp import load_mcp
 
-        mcp_tools, warnings = load_mcp(sources.mcp, cache_file(settings, "mcp-cache.json"))
+        mcp_tools, warnings = load_mcp(mcp, cache_file(settings, "mcp-cache.json"))
         tools += mcp_tools
         _warn_all(ctx, warnings)
     if settings.skills:
@@ -282,15 +287,16 @@ def _warn_all(ctx: Context, warnings: list[str]) -> None:
         ctx.warn(warning)
 
 
-def prepare_tools(settings: Settings, ctx: Context) -> None:
-    """Build the run's tools once (before any session is touched) and check --tools against
-    them: an unknown name is a usage error. A sandbox that bwrap cannot build is one too."""
+def prepare_tools(settings: Settings, ctx: Context, mcp: Sequence[Any] = ()) -> None:
+    """Build the run's tools once (before any session is touched; `mcp`: MCP sources the
+    front end adds) and check --tools against them: an unknown name is a usage error. A
+    sandbox that bwrap cannot build is one too."""
     settings.sandbox.check()  # bwrap missing or unusable: exit 2 before anything reaches a model
     for name, value in settings.env.items():  # settings files' env; hooks' exports come later
         ctx.env.setdefault(name, value)
     if ctx.tools is not None:
         return
-    ctx.tools = build_tools(settings, ctx)
+    ctx.tools = build_tools(settings, ctx, mcp)
     allow = settings.tools.allow
     if allow is None:
         return

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agi.engine.seams import View
     from agi.engine.spec import Budget, RunSpec, SessionChoice
     from agi.options.settings import Settings
+    from agi.options.values import Layer
     from agi.providers.cost import Meter
     from agi.sessions.session import Session, SessionIndex
 
@@ -92,25 +93,28 @@ def fresh_path(index: SessionIndex) -> Path:
         return path
 
 
-def own_meter(settings: Settings, budget: Budget | None = None) -> Meter:
+def own_meter(settings: Settings, budget: Budget | None = None, own: Layer | None = None) -> Meter:
     """A meter of the run's own: every model call, subagents and ghosts included, and its
-    --max-cost; with a `budget` shared with other runs, every call spends it too."""
+    --max-cost; with a `budget` shared with other runs, every call spends it too, and the run's
+    own limit is only the one its layer `own` gives (the settings' is the budget's)."""
     if budget is not None:
         from agi.engine.budget import BudgetedMeter
 
-        return BudgetedMeter(settings.prices, settings.max_cost, budget)
+        limit = None if own is None else own.options.max_cost
+        return BudgetedMeter(settings.prices, limit, budget)
     from agi.providers.cost import Meter
 
     return Meter(settings.prices, settings.max_cost)
 
 
 def context_for(
-    spec: RunSpec, started: float, warn: Callable[[str], None], meter: Meter
+    spec: RunSpec, settings: Settings, started: float, warn: Callable[[str], None], meter: Meter
 ) -> Context:
-    """The run's context from its spec: where it works, its deadline, who is asked, the pool."""
+    """The run's context from its spec: where it works, its deadline, who is asked, the pool,
+    the rules a person gave before (shared by the run's guards)."""
     ctx = Context(
         cwd=spec.cwd or os.getcwd(),
-        deadline=deadline_for(spec.settings, started),
+        deadline=deadline_for(settings, started),
         warn=warn,
         meter=meter,
         ask=spec.ask,
@@ -119,5 +123,6 @@ def context_for(
         on_child_event=spec.on_child_event,
         on_allowed=spec.on_allowed,
         pool=spec.pool,
+        learned=list(spec.rules),
     )
     return ctx

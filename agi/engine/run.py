@@ -52,7 +52,7 @@ class Run:
         """The checks (prices, key, tools: usage errors before any session is touched), then
         the session and the agent; an error after the checks carries the run's `result` so
         far, and what the run had started is ended before it is raised."""
-        settings = spec.settings
+        settings = spec.settings if spec.layer is None else spec.settings.over(spec.layer)
         self.spec, self.settings = spec, settings
         self.interactive = interactive = spec.interactive
         self.started = time.monotonic() if spec.started is None else spec.started
@@ -61,17 +61,18 @@ class Run:
             self.view.warn(warning)
         if settings.sandbox.enabled:
             self.view.sandbox(settings.sandbox.label())
-        self.meter = spec.meter if spec.meter is not None else own_meter(settings, spec.budget)
+        meter = spec.meter
+        self.meter = meter if meter is not None else own_meter(settings, spec.budget, spec.layer)
         require_prices(self.meter, settings)  # exit 2 before a session
         from agi.providers.endpoint import require_key
 
         require_key(settings.model)  # so is a missing API key, named by its variable
         self.metered = spec.saved  # the meter's calls already added to the session's meta.json
-        self.ctx = context_for(spec, self.started, self.view.warn, self.meter)
+        self.ctx = context_for(spec, settings, self.started, self.view.warn, self.meter)
         from agi.policy.environment import withhold
 
         withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
-        prepare_tools(settings, self.ctx)  # --describe, MCP lists: usage errors come first
+        prepare_tools(settings, self.ctx, spec.mcp)  # --describe, MCP lists: usage errors first
         if spec.files is not None:  # Read, Write and Edit through an editor
             from agi.tools.editor import through_editor
 
@@ -482,10 +483,3 @@ def run_record(run: Run, agent: Agent, s: Settings) -> dict[str, Any]:
         "sandbox": s.sandbox.record(),
         **run.described,
     }
-
-
-def with_system(settings: Settings, files: list[str]) -> Settings:
-    """The settings with another system prompt (the REPL's /sys)."""
-    from agi.options.settings import system_prompt
-
-    return replace(settings, system=system_prompt(files, "/sys"))

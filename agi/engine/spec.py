@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from agi.engine.seams import Event
     from agi.options.settings import Settings
+    from agi.options.values import Layer
+    from agi.policy.permissions import Rule
     from agi.providers.cost import Meter
     from agi.providers.wire import Pool
     from agi.sessions.session import Session
@@ -49,15 +51,22 @@ class RunSpec:
     """What a front end gives the engine to open a run with (docs/python.md, "The door")."""
 
     settings: Settings  # resolved options: defaults < config file < environment < front end
+    layer: Layer | None = None  # the run's own options over `settings` (Settings.over: limits,
+    # the system prompt, schema, judge, model): an MCP call's fields, a batch job's limits
     cwd: str | None = None  # where tools and hooks run (None: this process's directory)
     view: View | None = None  # None: the terminal view on stderr when a person watches
     ask: Ask | None = None  # None: the y/N question on the terminal, when there is one
     mode: str | None = None  # a permission mode a front end chose (ACP), over the settings'
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
+    rules: tuple[Rule, ...] = ()  # rules a person gave before ("always" answers), over the
+    # settings' own; the run's guards share them and those answered during the run
+    mcp: tuple[Any, ...] = ()  # MCP sources the front end adds (an editor's session/new)
     files: Files | None = None  # None: the disk
     pool: Pool | None = None  # HTTP clients and backoff shared by runs (agi.providers.pool)
     meter: Meter | None = None  # None: the run's own; else one that also keeps a shared budget
-    budget: Budget | None = None  # spent with other runs: checked before, added after each call
+    budget: Budget | None = None  # spent with other runs: checked before, added after each call;
+    # the settings' max_cost is then the budget's (a batch's --max-cost), the run's own only
+    # the one `layer` gives
     saved: int = 0  # the meter's calls already added to the session's meta.json
     on_child_event: Callable[[Event], None] | None = None  # subagents' events (ACP)
     on_allowed: Callable[[str], None] | None = None  # the id of each call let run (ACP)

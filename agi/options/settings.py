@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
-from agi.options.config import ModelConfig
-from agi.options.values import ToolChoice
+from agi.options.config import ModelConfig, config_path, resolve_model, seconds
+from agi.options.values import NAMES, ToolChoice, resolve
 from agi.policy.sandbox import Policy
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class Settings:
     commands: list[Command] = field(default_factory=list)  # slash commands, by name
     env: dict[str, str] = field(default_factory=dict)  # settings files' env: tools, hooks, MCP
     plugins: list[Plugin] = field(default_factory=list)  # --plugin-dir, for listings
+    layers: tuple[Layer, ...] = field(default=(), compare=False, repr=False)  # the sources
     checkpoints: bool = True  # --no-checkpoints, checkpoints = false
     stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
     ephemeral: bool = False  # --ephemeral: the run writes nothing of its own (docs: volume)
@@ -186,8 +187,38 @@ class Settings:
             checkpoints=o.checkpoints is not False,
             stdin_limit=o.stdin_limit,
             ephemeral=bool(o.ephemeral),
+            layers=(*first, *sources, *layers),
             **extensions,
         )
+
+    def over(self, layer: Layer) -> Settings:
+        """These settings with a front end's last `layer` over them, as `load` would make them
+        with that layer last, for the options one run may change alone (`PER_RUN`: an MCP
+        call's fields, a batch job's limits, the REPL's /sys): nothing but what they name is
+        read again (docs: configuration). Any other option is loaded with the rest (ValueError)."""
+        o = layer.options
+        other = [n for n in NAMES if getattr(o, n) is not None and n not in PER_RUN]
+        if other:
+            raise ValueError(f"{layer.source}: {', '.join(other)}: load these with the settings")
+        changed: dict[str, Any] = {"layers": (*self.layers, layer)}
+        if o.schema is not None:
+            changed["schema"] = _schema(o.schema, layer.where("schema"))
+        if o.exit_code is not None:
+            changed["judge"] = judge_criteria(o.exit_code)
+        if o.sys is not None:
+            changed["system"] = system_prompt(o.sys, layer.where("sys"))
+        if o.model is not None:  # as -m would be, with the layers these settings came from
+            changed["model"] = resolve_model(resolve([*self.layers, layer]), config_path())
+        if o.max_steps is not None:
+            changed["max_steps"] = o.max_steps
+        if o.timeout is not None:
+            changed["timeout"] = seconds(o.timeout)
+        if o.max_cost is not None:
+            changed["max_cost"] = o.max_cost
+        return dataclasses.replace(self, **changed)
+
+
+PER_RUN = ("model", "sys", "schema", "exit_code", "max_steps", "timeout", "max_cost")
 
 
 def model_for(*layers: Layer) -> ModelConfig:

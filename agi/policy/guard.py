@@ -86,6 +86,7 @@ class Guard:
         person: Callable[[], bool] | None = None,
         on_learn: Callable[[Rule], None] | None = None,
         on_allowed: Callable[[str], None] | None = None,
+        learned: list[Rule] | None = None,
     ):
         self.permissions, self.trace, self.hooks = permissions, trace, hooks
         self.on_allowed = on_allowed  # told the id of every call let run (ACP's in_progress)
@@ -93,7 +94,8 @@ class Guard:
         self.read_only = READ_ONLY | set(read_only)
         self.default_asks, self.on_learn = default_asks, on_learn
         self.extra: list[Rule] = []  # a command's allowed-tools, while it runs
-        self.learned: list[Rule] = []  # "always" answers, for the rest of the session
+        self.learned: list[Rule] = [] if learned is None else learned  # "always" answers, for
+        # the rest of the session (`learned`: a list the run's guards share)
         self.roots: list[str] = []  # acceptEdits: more directories Write/Edit may change
         self._lock = threading.Lock()
 

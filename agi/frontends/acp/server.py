@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import os
 import sys
 import time
@@ -17,7 +16,9 @@ from agi import __version__
 from agi.errors import AgiError, UsageError
 from agi.frontends.acp import text as front
 from agi.frontends.acp.permissions import MODES, modes_state
+from agi.options.values import overlay
 
+SOURCE = "ACP session"  # the layer of a session's own options
 NOT_FOUND = -32002  # ACP's "resource not found": an unknown session
 INVALID = -32602
 FAILED = -32603  # agi's own failures (exit 3-6): the message is agi's one line
@@ -46,37 +47,33 @@ class Server:
     # --- settings and runs -------------------------------------------------------------------
 
     def check(self) -> None:
-        settings = self.settings_for(None, [])
+        settings = self.settings_for(None)
         self.home = settings.home
         mode = settings.permissions.mode if settings.permissions is not None else "default"
         self.mode = mode if mode in MODES else "default"
 
-    def settings_for(self, model: str | None, mcp: list[Any], cwd: str | None = None) -> Any:
+    def settings_for(self, model: str | None, cwd: str | None = None) -> Any:
+        """A session's settings: the command line's layer, then the session's own (its model;
+        the sandbox's workspace, its directory, when no directory is named)."""
         from agi.options.settings import Settings
-        from agi.options.values import overlay
 
         layers = [self.flags]
         if model:
-            layers.append(overlay("ACP session", {"model": "ACP session: model"}, model=model))
-        settings = Settings.load(*layers)
-        if mcp:
-            tools = dataclasses.replace(settings.tools, mcp=[*settings.tools.mcp, *mcp])
-            settings = dataclasses.replace(settings, tools=tools)
-        if cwd is not None and settings.sandbox.mode == "workspace" and not self.allow_write():
-            from agi.policy.sandbox import Policy  # the workspace is the session's directory
+            layers.append(overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=model))
+        if cwd is not None and self.workspace_unnamed():
+            layers.append(overlay(SOURCE, allow_write=[cwd]))
+        return Settings.load(*layers)
 
-            sandbox = Policy.load("workspace", (), not settings.sandbox.network, cwd=cwd)
-            settings = dataclasses.replace(settings, sandbox=sandbox)
-        return settings
-
-    def allow_write(self) -> bool:
-        """Whether --allow-write (or the config file's or environment's) names directories."""
+    def workspace_unnamed(self) -> bool:
+        """Whether the sandbox is `workspace` with no --allow-write (nor the config file's or
+        the environment's) naming its directories."""
         from agi.options.config import config_path, load_file
         from agi.options.values import env_layer, file_layer, resolve
 
         path = config_path()
         layers = [file_layer(load_file(path), path), env_layer(), self.flags]
-        return resolve(layers).options.allow_write is not None
+        options = resolve(layers).options
+        return options.sandbox == "workspace" and options.allow_write is None
 
     def make_run(
         self, settings: Any, view: Any, session: Any, meter: Any = None, saved: int = 0
@@ -237,7 +234,7 @@ class Server:
             if value not in known and ":" not in value:
                 raise error(INVALID, f"unknown model {value!r} (one of {', '.join(known)})")
             try:
-                await asyncio.to_thread(self.settings_for, value, [])  # resolves, or says why
+                await asyncio.to_thread(self.settings_for, value)  # resolves, or says why
             except AgiError as e:
                 raise error(INVALID, str(e)) from None
             session.set_model(value)

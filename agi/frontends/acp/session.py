@@ -4,7 +4,6 @@ run that serves it, and its turns, each on a worker thread of its own."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -63,12 +62,9 @@ class EditorSession:
             self.run.close()
             self.run = None
         from agi.messages import Usage
-        from agi.policy.permissions import Permissions
 
-        settings = self.server.settings_for(self.model, self.mcp, self.cwd)
-        given = settings.permissions or Permissions()
-        self.learned = [*self.rules.rules(), *given.rules]  # "always" answers join it
-        settings = dataclasses.replace(settings, permissions=Permissions(self.learned, self.mode))
+        settings = self.server.settings_for(self.model, self.cwd)
+        self.learned = self.rules.rules()  # the run's spec gives them; "always" answers join
         self.label = settings.model.label
         # one meter while this process serves the session: --max-cost is the session's budget,
         # which a change of model or a session/load does not reset

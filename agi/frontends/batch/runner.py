@@ -23,18 +23,19 @@ from agi.errors import AgiError
 from agi.frontends.batch.jobs import BatchJob
 from agi.frontends.batch.shared import Budget, BudgetSpent, Outcome
 from agi.frontends.views.terminal import Silent
+from agi.options.values import overlay
 
 if TYPE_CHECKING:
     from agi.options.settings import Settings
     from agi.options.values import Layer
 
-PER_JOB = ("timeout", "max_steps", "max_cost")  # replaced on the job's settings, not loaded
+PER_JOB = ("timeout", "max_steps", "max_cost")  # the job's own layer, over its settings
 
 
 class Plan:
     """The settings of each job: `Settings.load(command line, job)` once for each different
     set of the job's fields (the config file and the extension scans are not read again for
-    jobs that say the same), then the job's limits."""
+    jobs that say the same), and the layer of the job's limits, which its run lays over them."""
 
     def __init__(self, base: Settings, layer: Layer):
         self.base, self.layer = base, layer
@@ -45,28 +46,27 @@ class Plan:
         self._lock = threading.Lock()
 
     def settings(self, job: BatchJob) -> Settings:
-        from agi.options.config import seconds
+        """What the job's run resolves: the settings its fields load, its limits over them."""
+        return self.loaded(job).over(self.limits(job))
 
+    def loaded(self, job: BatchJob) -> Settings:
+        """The settings the job's fields load (shared by the jobs that give the same)."""
         given = {k: v for k, v in job.options.items() if k not in PER_JOB and k != "session"}
         key = json.dumps(given, sort_keys=True)
         with self._lock:
             settings = self._loaded.get(key)
             if settings is None:
                 settings = self._loaded[key] = self._load(job, given)
-        o = job.options
-        return dataclasses.replace(
-            settings,
-            timeout=seconds(o["timeout"]) if "timeout" in o else settings.timeout,
-            max_steps=o.get("max_steps", settings.max_steps),
-            max_cost=o.get("max_cost"),  # the command line's --max-cost is the batch's budget
-            warnings=[] if settings is self.base else settings.warnings,  # once: JobView
-        )
+        return settings
+
+    def limits(self, job: BatchJob) -> Layer:
+        """The job's own limits; its --max-cost alone (the command line's is the budget)."""
+        return overlay(job.source, **{k: job.options.get(k) for k in PER_JOB})
 
     def _load(self, job: BatchJob, given: dict[str, Any]) -> Settings:
         if not given:
             return self.base
         from agi.options.settings import Settings
-        from agi.options.values import overlay
 
         schema = given.get("schema")
         if isinstance(schema, dict):
@@ -145,8 +145,8 @@ def run_all(
 class Warned:
     """The warnings the batch's jobs have shown (each different one once for the batch)."""
 
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
+    def __init__(self, shown: list[str]) -> None:
+        self.seen: set[str] = set(shown)  # the command line's, shown as the batch started
         self.lock = threading.Lock()
 
     def first(self, text: str) -> bool:
@@ -178,7 +178,7 @@ class LocalRuns:
         self.plan, self.budget, self.workers, self.progress = plan, budget, workers, progress
         self.pool = pool  # agi.providers.pool.ClientPool: the HTTP clients and the backoff
         self.running: dict[int, Any] = {}  # the runs in progress, by job index
-        self.warned = Warned()  # each different warning once for the batch
+        self.warned = Warned(plan.base.warnings)  # each different warning once for the batch
         self._lock = threading.Lock()
 
     def accepts(self, job: BatchJob, settings: Settings) -> bool:
@@ -229,10 +229,10 @@ class LocalRuns:
 
         run = None
         try:
-            settings = self.plan.settings(job)
             session = job.options.get("session")
             spec = RunSpec(
-                settings,
+                self.plan.loaded(job),
+                layer=self.plan.limits(job),  # the job's own limits, which the run lays over
                 view=JobView(job, self.warned),
                 budget=self.budget,  # the batch's --max-cost, spent by every job's model calls
                 session=SessionChoice(path=Path(session) if session else None),  # None: new

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import AgiError, Interrupted, UsageError
+from agi.options.values import overlay
 
 HELP = """\
 Type a prompt and press Enter. End a line with \\ to continue it, or put \"\"\" alone on a line
@@ -74,9 +75,8 @@ def command(talk: Conversation, line: str) -> None:
         files = rest.split()
         if not files:
             raise UsageError("/sys needs one or more files")
-        from agi.engine.run import with_system
-
-        talk.settings = with_system(talk.settings, files)  # the next turn is assembled with it
+        layer = overlay("/sys", {"sys": "/sys"}, sys=files)  # the next turn is assembled with it
+        talk.settings = talk.settings.over(layer)
         print(f"system prompt: {', '.join(files)}", file=sys.stderr)
     elif name == "/compact":
         summary = run.compact(rest.strip())  # --timeout limits each turn, and a compaction is one

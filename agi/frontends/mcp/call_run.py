@@ -23,11 +23,11 @@ from agi.frontends.mcp.call import (
     Call,
     Limits,
     Outcome,
-    Refused,
     answer_text,
     failure,
 )
 from agi.frontends.views.terminal import Silent, describe_input
+from agi.options.values import overlay
 from agi.policy.redaction import redact_values, usable
 from agi.providers.pool import ClientPool
 
@@ -68,43 +68,28 @@ class Base:
 
         return cls(layer, settings, limits, configured=configured_providers(layer))
 
-    def for_call(self, call: Call) -> Settings:
-        """The server's settings with the call's fields over them (docs: configuration: the
-        call's layer is the last). What the call does not give stays as resolved at start."""
-        from agi.options.settings import judge_criteria, system_prompt
-
-        s = self.settings
-        changed: dict[str, Any] = {
-            "max_steps": call.max_steps or s.max_steps,
-            "timeout": call.timeout,
-            "max_cost": call.max_cost,
-            "warnings": [],
-        }
-        if call.schema is not None:
-            from agi.structured.schema import SchemaError, parse_schema
-
-            try:
-                changed["schema"] = parse_schema(call.schema)
-            except SchemaError as e:  # one line, naming the call's field
-                raise Refused(" ".join(str(e).replace("--schema", "schema").split())) from None
-        if call.exit_code is not None:
-            changed["judge"] = judge_criteria(call.exit_code)
-        if call.sys is not None:
-            changed["system"] = system_prompt(call.sys, f"{SOURCE}: sys")
+    def for_call(self, call: Call) -> Layer:
+        """The call's fields as the last layer, which its run lays over the server's settings
+        (docs: configuration); what the call does not give stays as resolved at start, its
+        model resolved as `-m` would be with the server's other options, on a provider the
+        operator configured (docs: security)."""
         if call.model is not None:
-            changed["model"] = self.model(call.model)
-        return dataclasses.replace(s, **changed)
+            from agi.options.settings import model_for
+            from agi.providers.endpoint import require_configured
 
-    def model(self, spec: str) -> Any:
-        """The call's model, resolved as `-m` would be with the server's other options, on a
-        provider the operator configured (docs: security)."""
-        from agi.options.settings import model_for
-        from agi.options.values import overlay
-        from agi.providers.endpoint import require_configured
-
-        model = model_for(self.layer, overlay(SOURCE, {"model": "model"}, model=spec))
-        require_configured(model, self.settings.model, self.configured, "model")
-        return model
+            model = model_for(self.layer, overlay(SOURCE, {"model": "model"}, model=call.model))
+            require_configured(model, self.settings.model, self.configured, "model")
+        return overlay(
+            SOURCE,
+            {"model": "model", "schema": "schema"},  # errors name the call's fields
+            max_steps=call.max_steps,
+            timeout=call.timeout,
+            max_cost=call.max_cost,
+            schema=call.schema,
+            exit_code=call.exit_code,
+            sys=call.sys,
+            model=call.model,
+        )
 
 
 def secrets(run: Run) -> list[str]:
@@ -177,9 +162,9 @@ class CallRun:
         from agi import engine
         from agi.engine.spec import RunSpec, SessionChoice
 
-        settings = self.base.for_call(self.call)
         spec = RunSpec(
-            settings,
+            self.base.settings,
+            layer=self.base.for_call(self.call),
             cwd=self.call.cwd,
             view=Progress(self.send),
             session=SessionChoice(path=self.call.session),
