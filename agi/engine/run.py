@@ -426,11 +426,26 @@ class Run:
             agent.toolbox.interrupt()
 
     def close(self) -> None:
-        """Cut the connections, end every process the tools and hooks started."""
+        """Cut the connections, end every process the tools and hooks started; then, under
+        config keep_sessions, the old sessions are pruned (once a day)."""
         self.ctx.cancel()
         agent = getattr(self, "agent", None)
         if agent is not None:
             agent.close()
+        self.prune_old()
+
+    def prune_old(self) -> None:
+        """`keep_sessions`: remove sessions unused for that long, at most once a day; never
+        from an ephemeral run, which writes nothing (docs: volume)."""
+        age = self.settings.keep_sessions
+        if age is None or self.settings.ephemeral:
+            return
+        from agi.sessions.prune import prune_on_schedule
+
+        try:
+            prune_on_schedule(self.settings.home, age)
+        except OSError as e:
+            self.view.warn(f"keep_sessions: {e.strerror or e}")
 
     def redact(self, text: str) -> str:
         """`text` without the API key (for stdout and stderr, like the session's files)."""

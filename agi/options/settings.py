@@ -110,6 +110,7 @@ class Settings:
     checkpoints: bool = True  # --no-checkpoints, checkpoints = false
     stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
     ephemeral: bool = False  # --ephemeral: the run writes nothing of its own (docs: volume)
+    keep_sessions: float | None = None  # seconds: prune older sessions when a run ends
 
     @property
     def state(self) -> Path | None:
@@ -187,6 +188,7 @@ class Settings:
             checkpoints=o.checkpoints is not False,
             stdin_limit=o.stdin_limit,
             ephemeral=bool(o.ephemeral),
+            keep_sessions=_keep(o.keep_sessions, r.where("keep_sessions")),
             layers=(*first, *sources, *layers),
             **extensions,
         )
@@ -237,6 +239,14 @@ def _sandbox(r: Resolved) -> Policy:
         raise UsageError(f"{r.where('allow_write')} needs --sandbox workspace")
     return Policy.load(mode, list(o.allow_write or []), bool(o.no_network))
     # agi.engine.assemble.prepare_tools checks that bwrap can build it
+
+
+def _keep(age: str | None, where: str) -> float | None:
+    if age is None:
+        return None
+    from agi.sessions.prune import age_of
+
+    return age_of(age, where)
 
 
 def _window(r: Resolved) -> Window:

@@ -92,6 +92,14 @@ class Option:
 
 
 Opt = Option
+
+
+def _age(value: object) -> bool:
+    from agi.sessions.prune import parse_age
+
+    return parse_age(value) is not None
+
+
 _MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 _REPEAT = "; repeatable"
 
@@ -188,14 +196,22 @@ OPTIONS: tuple[Option, ...] = (
         ("--rewind-files",), metavar="N"),
     Opt("rewind_conversation", "rewind only the conversation to before turn N", "session",
         ("--rewind-conversation",), metavar="N"),
-    Opt("dry_run", "with --rewind*: print what would change", "session", ("--dry-run",),
-        "switch"),
+    Opt("dry_run", "with --rewind* or --prune: print what would change", "session",
+        ("--dry-run",), "switch"),
     Opt("ephemeral", "write nothing: no session, trace, index entry, lock or checkpoint",
         "session", ("--ephemeral",), "switch", type="bool", check=c.BOOL, default=False,
         fronts=("batch",),
         doc="the run writes nothing of its own, under `$AGI_HOME` or anywhere: no session "
         "directory, trace, index entry, lock or checkpoint (`--output json` says `\"session\": "
         "null`); not with `-s`, `-c`, `--fork`, `--rewind` or `-i`"),
+    Opt("prune", "remove the sessions under AGI_HOME last used longer ago than AGE (30d, 12h, "
+        "45m); with --dry-run: list them", "session", ("--prune",), metavar="AGE",
+        doc="remove the sessions under `$AGI_HOME/sessions` last used longer ago than AGE "
+        "(`30d`, `12h`, `45m`), their index entries and checkpoints, and checkpoint "
+        "repositories no session uses; never a locked session; `--dry-run` lists them"),
+    Opt("keep_sessions", "prune sessions older than this when a run ends (once a day)", "session",
+        type="str", check=(_age, 'an age such as "30d", "12h" or "45m"'),
+        doc='as `--prune AGE` when a run ends, at most once a day (`keep_sessions = "30d"`)'),
     Opt("checkpoints",
         "take no checkpoints of the working directory (config: checkpoints = false)", "session",
         ("--no-checkpoints",), "switch", type="bool", check=c.BOOL, default=True, given=False,

@@ -94,6 +94,7 @@ class Options:
     models: dict[str, Any] | None = None
     checkpoints: bool | None = None
     ephemeral: bool | None = None
+    keep_sessions: str | None = None  # an age: prune when a run ends (docs: volume)
     # what stdin and stderr may carry
     stdin_limit: int | None = None
     attachments: list[str] | None = None  # -a FILE (docs: attachments)

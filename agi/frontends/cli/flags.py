@@ -132,6 +132,8 @@ def flags_layer(args: argparse.Namespace) -> Layer:
 def rewinding(args: argparse.Namespace) -> bool:
     """Whether the command line asks for --rewind, --rewind-files or --rewind-conversation."""
     asked = any(v is not None for v in (args.rewind, args.rewind_files, args.rewind_conversation))
-    if args.dry_run and not asked:
-        raise UsageError("--dry-run goes with --rewind, --rewind-files or --rewind-conversation")
+    if args.dry_run and not asked and args.prune is None:
+        raise UsageError(
+            "--dry-run goes with --rewind, --rewind-files, --rewind-conversation or --prune"
+        )
     return asked

@@ -100,6 +100,10 @@ def serve(args: argparse.Namespace) -> int | None:
     a run of the command line's own."""
     if rewinding(args) and args.ephemeral:
         raise UsageError("--ephemeral keeps no session: it cannot be used with --rewind")
+    if args.prune is not None:  # old sessions removed (docs: volume)
+        from agi.frontends.cli.prune import prune_command
+
+        return prune_command(args)
     if args.list_sessions or args.show or rewinding(args):
         return inspect(args)
     if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
