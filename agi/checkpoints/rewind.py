@@ -13,6 +13,7 @@ Conversation: a rewind record (agi.checkpoints.rewinds) appended to messages.jso
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -54,39 +55,49 @@ class Turn:
     priors: list[dict[str, Any]] = field(default_factory=list)
     rewound: bool = False
     kept_out: list[str] = field(default_factory=list)  # relative to cwd: never snapshotted
+    withheld: list[str] = field(default_factory=list)  # holding a key: never snapshotted
+    stamps: dict[str, list[int]] = field(default_factory=dict)  # of those left out
+    excludes: str | None = None  # the project's ignore rules at the checkpoint (a blob)
 
 
-def read_turns(session_path: Path) -> tuple[list[Turn], list[dict[str, Any]]]:
-    """The session's turns in order, and its rewind records. A turn is `rewound` when a
-    conversation rewind took the view back past it (and none brought it back since)."""
+def read_turns(
+    session_path: Path, home: Path, strict: bool = True
+) -> tuple[list[Turn], list[dict[str, Any]]]:
+    """The session's turns in order, and its rewind records, from the records agi wrote
+    (`strict`: any other line is refused, agi.checkpoints.snapshots.RecordsError). A turn is
+    `rewound` when a conversation rewind took the view back past it (and none brought it back
+    since)."""
     turns: dict[int, Turn] = {}
     rewinds = []
     rewound: set[int] = set()
     at_start: dict[int, set[int]] = {}  # the turns rewound when each began
-    for r in read_records(session_path):
-        n = r.get("turn")
-        if isinstance(r.get("rewind"), int):
+    for r in read_records(session_path, home, strict):  # shapes checked there
+        if "rewind" in r:
             rewinds.append(r)
             if r.get("conversation"):
                 back = r["rewind"]
                 rewound = at_start.get(back, rewound) | {t for t in turns if t >= back}
             continue
-        if not isinstance(n, int):
-            continue
+        n = r["turn"]
         if "prompt" in r:
-            turns[n] = Turn(n, r.get("time", 0), str(r["prompt"]), int(r.get("start", 0)))
-            turns[n].cwd, at_start[n] = str(r.get("cwd", "")), set(rewound)
+            turns[n] = Turn(n, r.get("time", 0), r["prompt"], r.get("start", 0), r["cwd"])
+            at_start[n] = set(rewound)
+            turns[n].untracked = r.get("untracked")
+            continue
         turn = turns.get(n)
         if turn is None:
             continue
-        if isinstance(r.get("tree"), str):
-            turn.tree, turn.skipped = r["tree"], list(r.get("skipped") or [])
-            turn.kept_out = [str(p) for p in r.get("kept_out") or []]
-        elif isinstance(r.get("end"), str):
+        if "tree" in r:
+            if r["cwd"] != turn.cwd:
+                continue  # a snapshot is of the directory its turn recorded, no other
+            turn.tree, turn.skipped = r["tree"], list(r.get("skipped", []))
+            turn.kept_out, turn.withheld = list(r.get("kept_out", [])), list(r.get("withheld", []))
+            turn.stamps, turn.excludes = dict(r.get("stamps", {})), r.get("excludes")
+        elif "end" in r:
             turn.end = r["end"]
         elif "untracked" in r:
-            turn.untracked = str(r["untracked"])
-        elif isinstance(r.get("prior"), str):
+            turn.untracked = r["untracked"]
+        elif "prior" in r:
             turn.priors.append(r)
     for number in rewound & set(turns):
         turns[number].rewound = True
@@ -101,7 +112,8 @@ def shown(path: str, cwd: str) -> str:
 
 
 def changed_in(turn: Turn, turns: list[Turn], home: Path, owner: str) -> list[str] | None:
-    """The files a turn changed (None: unknown, the turn never ended or took no checkpoint)."""
+    """The files a turn changed (None: unknown, the turn never ended or took no checkpoint);
+    read from the recorded trees only (nothing written)."""
     if turn.untracked == OFF:
         return None
     paths = [shown(p["prior"], turn.cwd) for p in turn.priors]
@@ -120,10 +132,17 @@ def changed_in(turn: Turn, turns: list[Turn], home: Path, owner: str) -> list[st
     return sorted(set(paths))
 
 
+NOT_KEPT = {
+    "over 5 MB": "it was over 5 MB before turn {n}: its content was not kept",
+    "holds a key": "it held an API key before turn {n}: its content was not kept",
+}
+
+
 @dataclass
 class Plan:
     """What a rewind of files does: per working directory the target and the changes, plus
-    the Write/Edit priors to put back; `others`: paths changed by someone else since."""
+    the Write/Edit priors to put back; `others`: paths changed by someone else since; `left`:
+    (path, why) of the files it leaves as they are."""
 
     groups: list[tuple[Shadow, str, list[Change]]] = field(default_factory=list)
     priors: list[dict[str, Any]] = field(default_factory=list)
@@ -131,6 +150,8 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     now: dict[str, str] = field(default_factory=dict)  # cwd: the tree before the rewind
     after: dict[str, str] = field(default_factory=dict)  # cwd: the tree after it
+    left: list[tuple[str, str]] = field(default_factory=list)
+    unkept: set[str] = field(default_factory=set)  # left out of a snapshot (big, a key)
 
     def paths(self) -> list[tuple[str, str]]:
         """(action, absolute path) for each file, `restore` or `remove`."""
@@ -144,45 +165,108 @@ class Plan:
         return out
 
 
-def plan_files(turns: list[Turn], number: int, home: Path, session_path: Path) -> Plan:
+def plan_files(
+    turns: list[Turn],
+    number: int,
+    home: Path,
+    session_path: Path,
+    dry: bool = False,
+    secrets: list[bytes] | None = None,
+) -> Plan:
     """What rewinding the files to before turn `number` does; the session's directory and
-    $AGI_HOME are never touched."""
+    $AGI_HOME are never touched, nor anything outside the directories the turns recorded
+    (and the files Write and Edit recorded). `dry`: nothing is written (the snapshot of the
+    tree now goes to a temporary index and object directory, removed after)."""
     plan, owner, keep_out = Plan(), owner_of(session_path), kept_out(session_path, home)
     since = [t for t in turns if t.number >= number]
-    _, rewinds = read_turns(session_path)
+    _, rewinds = read_turns(session_path, home)
     covered: list[tuple[Shadow, set[str]]] = []  # the paths the snapshots speak for
     for cwd in dict.fromkeys(t.cwd for t in since if t.tree):
         mine = [t for t in since if t.cwd == cwd]
         first = next(t for t in mine if t.tree)
-        recorded = {Path(cwd, p) for t in mine for p in t.kept_out}  # kept out back then
-        shadow = Shadow(home, cwd, owner, (*keep_out, *recorded))
-        try:
-            now = shadow.snapshot()
-        except TooMany:
-            plan.warnings.append(f"{cwd} now holds too many files; only Write/Edit are undone")
+        if os.path.realpath(cwd) != cwd or not os.path.isdir(cwd):
+            plan.warnings.append(
+                f"{cwd} is no longer the directory turn {first.number} recorded (gone, or a "
+                "link now); its files are not restored"
+            )
             continue
-        plan.now[cwd] = now.tree
-        assert first.tree is not None
-        # over 5 MB at the checkpoint: no content to go back to, left alone; over 5 MB only
-        # now: put back (grown: it is in the checkpoint) or removed (created since)
-        skipped, before = set(first.skipped), _names(shadow, first.tree)
-        changes = [c for c in shadow.changes(first.tree, now.tree) if c.path not in skipped]
-        made = sorted(set(now.skipped) - skipped - before)
-        changes += [Change("A", p, "000000", EMPTY_BLOB) for p in made]
-        plan.groups.append((shadow, first.tree, changes))
-        # a file in neither tree (ignored, over 5 MB before, in a nested repository) is
-        # Write's and Edit's to restore
-        known = before | _names(shadow, now.tree) | set(made)
-        covered.append((shadow, known - skipped))
-        plan.others |= _others(shadow, mine, rewinds, now.tree)
+        recorded = {Path(cwd, p) for t in mine for p in t.kept_out}  # kept out back then
+        shadow = Shadow(home, cwd, owner, (*keep_out, *recorded), secrets)
+        with shadow.dry() if dry else contextlib.nullcontext():
+            try:
+                _plan_directory(plan, shadow, first, mine, rewinds, covered)
+            except TooMany:
+                plan.warnings.append(f"{cwd} now holds too many files; only Write/Edit are undone")
     seen: set[str] = set()
     for turn in since:
         for prior in turn.priors:
-            if prior["prior"] not in seen and not _inside(prior["prior"], keep_out):
-                seen.add(prior["prior"])
-                if not _in_snapshot(prior["prior"], covered) and _differs(home, prior):
-                    plan.priors.append(prior)
+            path = prior["prior"]
+            if path in seen or _inside(path, keep_out):
+                continue
+            seen.add(path)
+            if _in_snapshot(path, covered) or path in plan.unkept:
+                continue  # the snapshot's to restore, or to name
+            why = NOT_KEPT.get(prior.get("kept", "content"))
+            if why is not None:
+                plan.left.append((path, why.format(n=turn.number)))
+            elif _differs(home, prior):
+                plan.priors.append(prior)
     return plan
+
+
+def _plan_directory(
+    plan: Plan,
+    shadow: Shadow,
+    first: Turn,
+    mine: list[Turn],
+    rewinds: list[dict[str, Any]],
+    covered: list[tuple[Shadow, set[str]]],
+) -> None:
+    """One working directory's part of the plan: the changes from the first snapshot since
+    the turn to the tree now."""
+    assert first.tree is not None
+    now = shadow.snapshot()
+    plan.now[shadow.workdir] = now.tree
+    # over 5 MB (or holding a key) at the checkpoint: no content to go back to, left alone
+    # and named when it changed; over 5 MB only now: put back (grown: it is in the
+    # checkpoint) or removed (created since)
+    unkept = {p: "over 5 MB" for p in first.skipped} | {p: "holds a key" for p in first.withheld}
+    before = shadow.names(first.tree)
+    changes = []
+    for c in shadow.changes(first.tree, now.tree):
+        if c.path in unkept:
+            continue
+        if "160000" in (c.mode, c.now_mode):  # a nested repository: never ours to change
+            plan.left.append((os.path.join(shadow.workdir, c.path), NESTED))
+            continue
+        changes.append(c)
+    made = sorted({*now.skipped, *now.withheld} - set(unkept) - before)
+    # created since and hidden by an ignore rule written since: the checkpoint's rules count
+    hidden = shadow.hidden(first.tree, first.excludes, first.time)
+    made += [p for p in hidden if p not in before and p not in unkept and p not in made]
+    changes += [Change("A", p, "000000", EMPTY_BLOB) for p in made]
+    plan.groups.append((shadow, first.tree, changes))
+    plan.unkept |= {os.path.join(shadow.workdir, p) for p in unkept}
+    for rel, why in sorted(unkept.items()):
+        if _stamp(shadow.workdir, rel) != first.stamps.get(rel):
+            text = NOT_KEPT[why].format(n=first.number).replace("before turn", "at turn")
+            plan.left.append((os.path.join(shadow.workdir, rel), text))
+    # a file in neither tree (ignored, over 5 MB before, in a nested repository) is
+    # Write's and Edit's to restore
+    known = before | shadow.names(now.tree) | set(made)
+    covered.append((shadow, known - set(unkept)))
+    plan.others |= _others(shadow, mine, rewinds, now.tree)
+
+
+NESTED = "a repository of its own inside the directory: not restored"
+
+
+def _stamp(workdir: str, rel: str) -> list[int] | None:
+    try:
+        st = os.lstat(os.path.join(workdir, rel))
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
 
 
 def _others(shadow: Shadow, mine: list[Turn], rewinds: list[dict[str, Any]], now: str) -> set[str]:
@@ -192,7 +276,7 @@ def _others(shadow: Shadow, mine: list[Turn], rewinds: list[dict[str, Any]], now
     tracked = [(t.time, t.tree, t.end) for t in mine if t.tree]
     cwd = mine[0].cwd
     for r in rewinds:  # a rewind's own changes are agi's, not someone else's
-        trees = [v if isinstance(v := r.get(k), dict) else {} for k in ("before", "after")]
+        trees = [r.get(k, {}) for k in ("before", "after")]
         if tracked and trees[0].get(cwd) and trees[1].get(cwd) and r.get("time", 0) > mine[0].time:
             tracked.append((r["time"], trees[0][cwd], trees[1][cwd]))
     tracked.sort(key=lambda span: span[0])
@@ -208,11 +292,6 @@ def _inside(path: str, dirs: tuple[Path, ...]) -> bool:
     return any(path.startswith(os.path.realpath(d).rstrip("/") + "/") for d in dirs)
 
 
-def _names(shadow: Shadow, tree: str) -> set[str]:
-    out = shadow.git(["ls-tree", "-r", "-z", "--name-only", tree]).split(b"\0")
-    return {os.fsdecode(p) for p in out if p}
-
-
 def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str]]]) -> bool:
     for shadow, known in covered:
         root = shadow.workdir.rstrip("/") + "/"
@@ -223,7 +302,7 @@ def _in_snapshot(path: str, covered: list[tuple[Shadow, set[str]]]) -> bool:
 
 def _differs(home: Path, prior: dict[str, Any]) -> bool:
     """Whether the file is not as Write or Edit found it (read without following a link or
-    waiting on a pipe put there since)."""
+    waiting on a pipe put there since, and no further than the kept content's length)."""
     path = prior["prior"]
     if prior["blob"] is None:
         return os.path.lexists(path)
@@ -232,9 +311,11 @@ def _differs(home: Path, prior: dict[str, Any]) -> bool:
     except OSError:
         return True
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        kept = load_blob(home, prior["blob"])
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(kept):
             return True
-        return f.read() != load_blob(home, prior["blob"])
+        return f.read(len(kept) + 1) != kept
 
 
 def apply_files(plan: Plan, home: Path) -> tuple[list[str], list[str]]:
@@ -274,7 +355,9 @@ def rewind_conversation(session: Any, turn: Turn) -> None:
     session.append(record)
 
 
-def record_rewind(session: Any, number: int, plan: Plan | None, kind: str, done: list[str]) -> None:
+def record_rewind(
+    session: Any, number: int, plan: Plan | None, kind: str, done: list[str], home: Path
+) -> None:
     """`kind`: both, files or conversation. Counted in meta.json (for --list-sessions); `at`:
     the messages the session held then (where --show puts a files-only rewind)."""
     session.load()
@@ -283,16 +366,18 @@ def record_rewind(session: Any, number: int, plan: Plan | None, kind: str, done:
     if plan is not None and plan.now:
         record["before"] = plan.now  # the trees of the working directories before it
         record["after"] = plan.after
-    append_record(session.path, record)
+    append_record(session.path, record, home)
     rewinds = session.meta.get("rewinds")
     session.write_meta(rewinds=(rewinds if isinstance(rewinds, int) else 0) + 1)
 
 
-def files_rewinds(session_path: Path) -> dict[int, list[str]]:
+def files_rewinds(session_path: Path, home: Path | None = None) -> dict[int, list[str]]:
     """For --show: the lines of the files-only rewinds (a conversation rewind has its record
     in messages.jsonl), by the number of messages the session held when each was made."""
+    from agi.options.config import agi_home
+
     marks: dict[int, list[str]] = {}
-    for r in read_records(session_path):
+    for r in read_records(session_path, home or agi_home()):
         at, number = r.get("at"), r.get("rewind")
         if r.get("kind") == "files" and isinstance(at, int) and isinstance(number, int):
             count = len(r.get("files") or [])

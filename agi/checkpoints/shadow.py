@@ -16,11 +16,14 @@ next snapshot or restore removes what a killed one left behind.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +33,8 @@ MAX_FILE = 5 * 1024 * 1024
 MAX_FILES = 50_000
 ADD_LISTED = 2_000  # more changed files than this: `git add -A` over the whole tree
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+OBJECT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+END = "--end-of-options"  # every object name after it: never taken for an option
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 CONFIG = """[core]
 \trepositoryformatversion = 0
@@ -65,6 +70,9 @@ class Snapshot:
     tree: str
     skipped: list[str] = field(default_factory=list)  # files over MAX_FILE, left out
     files: int = 0
+    withheld: list[str] = field(default_factory=list)  # files holding a key, left out
+    excludes: str | None = None  # the blob of the project's own ignore rules (info/exclude)
+    stamps: dict[str, list[int]] = field(default_factory=dict)  # left out: [size, mtime_ns]
 
 
 @dataclass
@@ -75,6 +83,7 @@ class Change:
     path: str
     mode: str  # the older tree's mode ("000000" when absent there)
     sha: str  # the older tree's blob
+    now_mode: str = ""  # the newer tree's mode ("160000": a nested repository)
 
 
 def key_of(text: str) -> str:
@@ -84,9 +93,19 @@ def key_of(text: str) -> str:
 class Shadow:
     """The shadow repository of `workdir`, seen through the index of one session (`owner`)."""
 
-    def __init__(self, home: Path, workdir: str, owner: str, keep_out: tuple[Path, ...] = ()):
-        """`keep_out`: directories never snapshotted nor restored (the session, $AGI_HOME)."""
+    def __init__(
+        self,
+        home: Path,
+        workdir: str,
+        owner: str,
+        keep_out: tuple[Path, ...] = (),
+        secrets: list[bytes] | None = None,
+    ):
+        """`keep_out`: directories never snapshotted nor restored (the session, $AGI_HOME);
+        `secrets`: keys no snapshot keeps (a file holding one is left out, as one over 5 MB)."""
         self.workdir = os.path.realpath(workdir)
+        self.secrets = [k for k in secrets or [] if k]
+        self.scratch: str | None = None  # a dry run's: its index and objects, removed after
         root = self.workdir.rstrip("/") + "/"
         outs = [os.path.realpath(p) for p in keep_out]
         self.keep_out = [p[len(root) :] for p in outs if p.startswith(root)]
@@ -112,7 +131,32 @@ class Shadow:
             XDG_CONFIG_HOME=str(self.dir),
             LC_ALL="C",
         )
+        if self.scratch is not None:  # nothing written to the repository nor its index
+            env.update(
+                GIT_INDEX_FILE=os.path.join(self.scratch, "index"),
+                GIT_OBJECT_DIRECTORY=os.path.join(self.scratch, "objects"),
+                GIT_ALTERNATE_OBJECT_DIRECTORIES=str(self.dir / "objects"),
+            )
         return env
+
+    @contextlib.contextmanager
+    def dry(self) -> Iterator[None]:
+        """Within it, snapshots go to a temporary index and object directory (the session's
+        index copied in, the repository's objects readable), all removed at the end: a dry run
+        or a listing writes nothing of agi's."""
+        import tempfile
+
+        self.scratch = tempfile.mkdtemp(prefix="agi-dry-")
+        try:
+            os.mkdir(os.path.join(self.scratch, "objects"))
+            index = read_bytes(self.index)
+            if index is not None:
+                with open(os.path.join(self.scratch, "index"), "wb") as f:
+                    f.write(index)
+            yield
+        finally:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
     def git(self, args: list[str], data: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
         try:
@@ -134,6 +178,10 @@ class Shadow:
     def ensure(self) -> None:
         """Create the repository (built under another name and renamed: a kill leaves none or
         a whole one); remove what a killed snapshot or restore left behind."""
+        if self.scratch is not None:
+            if not (self.dir / "HEAD").exists():
+                raise ShadowError(f"{self.dir} is gone: the checkpoint is lost")
+            return
         if not (self.dir / "HEAD").exists():
             make_private_dir(self.dir.parent)
             building = self.dir.with_name(f".{self.dir.name}.{os.getpid()}")
@@ -175,8 +223,9 @@ class Shadow:
 
     def indexed(self) -> int:
         """How many files the session's index holds (from its header)."""
+        index = self.index if self.scratch is None else os.path.join(self.scratch, "index")
         try:
-            with open(self.index, "rb") as f:
+            with open(index, "rb") as f:
                 head = f.read(12)
         except OSError:
             return 0
@@ -219,32 +268,43 @@ class Shadow:
         """The work tree now, as a tree object; a damaged index (a git killed with agi) is
         dropped and the snapshot taken afresh."""
         self.ensure()
+        index = Path(self.env()["GIT_INDEX_FILE"])
         try:
             return self._snapshot()
         except ShadowError:
-            if not self.index.exists():
+            if not index.exists():
                 raise
-            self.index.unlink()
+            index.unlink()
             return self._snapshot()
 
     def _snapshot(self) -> Snapshot:
         """One walk of the tree (`listing`); then only the files it found changed or new are
-        added (all of them the first time)."""
-        fresh = not self.index.exists()
+        added (all of them the first time). Files over MAX_FILE, and files holding a key
+        (read here, before git does), are left out."""
+        fresh = not os.path.exists(self.env()["GIT_INDEX_FILE"])
         changed, files = self.listing()
         big, indexed = [], []  # over MAX_FILE; of those, the ones the index holds
+        keyed: list[str] = []  # holding a key
+        stamps: dict[str, list[int]] = {}
         for entry in changed:
             rel = entry[2:]
             try:
                 st = os.lstat(os.path.join(self.workdir, rel))
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_FILE:
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if st.st_size > MAX_FILE:
                 big.append(rel)
-                if not entry.startswith("?"):
-                    indexed.append(rel)
+            elif self.secrets and self._holds_key(rel):
+                keyed.append(rel)
+            else:
+                continue
+            stamps[rel] = [st.st_size, st.st_mtime_ns]
+            if not entry.startswith("?"):
+                indexed.append(rel)
         pathspec = ["--pathspec-from-file=-", "--pathspec-file-nul"]
-        skip = set(big)  # and nested repositories (`dir/`): a gitlink at most, never restored
+        skip = {*big, *keyed}  # and nested repositories (`dir/`): a gitlink at most
         some = [e[2:] for e in changed if e[2:] not in skip and not e.endswith("/")]
         try:
             if fresh or len(some) > ADD_LISTED:
@@ -252,13 +312,39 @@ class Shadow:
             if some:  # a file gone since the listing fails this: then the whole tree
                 self.git(["add", "-A", *pathspec], _nul([f":(literal){p}" for p in some]))
         except ShadowError:
-            specs = [".", *(f":(exclude,literal){p}" for p in [*big, *self.keep_out])]
+            specs = [".", *(f":(exclude,literal){p}" for p in [*skip, *self.keep_out])]
             self.git(["add", "-A", *pathspec], _nul(specs), ok=(0, 1))
         if indexed:  # grown past the limit since the last snapshot: out of it now (not
             # `git rm --cached`, which refuses a path whose index entry no commit holds)
             self.git(["update-index", "-z", "--force-remove", "--stdin"], _nul(indexed))
         tree = self.git(["write-tree"]).decode().strip()
-        return Snapshot(tree, big, files)
+        return Snapshot(tree, big, files, keyed, self._excludes(), stamps)
+
+    def _holds_key(self, rel: str) -> bool:
+        try:
+            fd = os.open(
+                os.path.join(self.workdir, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+            )
+        except OSError:
+            return False
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+        return any(k in data for k in self.secrets)
+
+    def _excludes(self) -> str | None:
+        """The blob of the repository's info/exclude (the project's own ignore rules), kept
+        so a rewind judges what was ignored by the rules of the checkpoint."""
+        data = read_bytes(self.dir / "info" / "exclude") or b""
+        if not data:
+            return None
+        sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        loose = Path(self.env().get("GIT_OBJECT_DIRECTORY") or self.dir / "objects")
+        if (
+            not (loose / sha[:2] / sha[2:]).exists()
+            and not (self.dir / "objects" / sha[:2] / sha[2:]).exists()
+        ):
+            self.git(["hash-object", "-w", "--stdin"], data)
+        return sha
 
     def kept_out(self, rel: str) -> bool:
         return any(rel == p or rel.startswith(p + "/") for p in self.keep_out)
@@ -267,16 +353,117 @@ class Shadow:
         """What differs from tree `old` to tree `new`, file by file."""
         if old == new:
             return []
-        out = self.git(["diff-tree", "-r", "-z", "--no-renames", old, new])
+        out = self.git(
+            ["diff-tree", "-r", "-z", "--no-renames", END, object_name(old), object_name(new)]
+        )
         parts = out.split(b"\0")
         found = []
         for head, path in zip(parts[0::2], parts[1::2], strict=False):
             if not head.startswith(b":"):
                 continue
-            mode, _, sha, _, status = head[1:].decode().split(" ")
+            mode, now_mode, sha, _, status = head[1:].decode("ascii", "replace").split(" ")
+            object_name(sha)
             if not self.kept_out(os.fsdecode(path)):
-                found.append(Change(status[0], os.fsdecode(path), mode, sha))
+                found.append(Change(status[0], os.fsdecode(path), mode, sha, now_mode))
         return found
+
+    def hidden(self, tree: str, excludes: str | None, since: float) -> list[str]:
+        """Files the work tree holds now that the ignore rules of checkpoint `tree` (its
+        `.gitignore` files, and `excludes`: the project's own rules then) do not ignore but
+        today's rules do: a turn wrote a rule over files it made. Only files changed after
+        `since` (the turn's start) count: what was there before is never taken for the turn's.
+        Nested repositories are left alone."""
+        args = ["ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory", "--", "."]
+        out = self.git([*args, *(f":(exclude,literal){p}" for p in self.keep_out)])
+        entries = [os.fsdecode(p) for p in out.split(b"\0") if p]
+        if not entries:
+            return []
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="agi-rules-") as rules:
+            ignored = self._rules(rules, tree, excludes)
+            files: list[str] = []
+            before = ignored(entries)
+            for entry in (e for e in entries if e not in before):
+                if not entry.endswith("/"):
+                    files.append(entry)
+                    continue
+                top = os.path.join(self.workdir, entry)
+                for dirpath, dirnames, filenames in os.walk(top):
+                    if ".git" in dirnames or ".git" in filenames:
+                        dirnames.clear()  # a repository of its own: not ours to remove
+                        continue
+                    rel = os.path.relpath(dirpath, self.workdir)
+                    links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+                    files += [os.path.join(rel, n) for n in [*filenames, *links]]
+                    if len(files) > MAX_FILES:
+                        raise TooMany()
+            kept = set(ignored(files))
+        found = []
+        for rel in files:
+            if rel in kept or self.kept_out(rel):
+                continue
+            try:
+                if os.lstat(os.path.join(self.workdir, rel)).st_ctime >= since - 1:
+                    found.append(rel)
+            except OSError:
+                continue
+        return sorted(found)
+
+    def _rules(
+        self, rules: str, tree: str, excludes: str | None
+    ) -> Callable[[list[str]], set[str]]:
+        """A directory holding only the ignore rules of checkpoint `tree`, and the function
+        that says which of some paths those rules ignore (`git check-ignore`)."""
+        git_dir, work = os.path.join(rules, "git"), os.path.join(rules, "work")
+        for sub in ("objects", "refs", "info"):
+            os.makedirs(os.path.join(git_dir, sub))
+        os.mkdir(work)
+        with open(os.path.join(git_dir, "HEAD"), "w") as f:
+            f.write("ref: refs/heads/main\n")
+        with open(os.path.join(git_dir, "config"), "w") as f:
+            f.write(CONFIG)
+        out = self.git(["ls-tree", "-r", "-z", END, object_name(tree)])
+        wanted = []
+        for entry in out.split(b"\0"):
+            head, _, path = entry.partition(b"\t")
+            name = os.fsdecode(path)
+            if head.split(b" ")[1:2] == [b"blob"] and os.path.basename(name) == ".gitignore":
+                wanted.append((name, head.split(b" ")[2].decode()))
+        with Blobs(self) as blobs:
+            for name, sha in wanted:
+                write_whole(checked_path(work, name), blobs.read(sha), "100644")
+            if excludes is not None:
+                data = blobs.read(excludes)
+            else:
+                data = read_bytes(self.dir / "info" / "exclude") or b""
+        with open(os.path.join(git_dir, "info", "exclude"), "wb") as out_file:
+            out_file.write(data)
+        env = {**self.env(), "GIT_DIR": git_dir, "GIT_WORK_TREE": work}
+        for name in ("GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+            env.pop(name, None)
+
+        def ignored(paths: list[str]) -> set[str]:
+            if not paths:
+                return set()
+            done = subprocess.run(
+                ["git", "check-ignore", "--no-index", "-z", "--stdin"],
+                input=_nul(paths),
+                capture_output=True,
+                cwd=work,
+                env=env,
+                check=False,
+            )
+            if done.returncode not in (0, 1):
+                raise ShadowError("git check-ignore failed")
+            return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
+
+        return ignored
+
+    def names(self, tree: str) -> set[str]:
+        """The paths of a tree's files."""
+        out = self.git(["ls-tree", "-r", "-z", "--name-only", END, object_name(tree)])
+        return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
     def restore(self, tree: str, changes: list[Change]) -> tuple[list[str], list[str]]:
         """Bring the files of `changes` back to tree `tree`: created ones removed, the others
@@ -342,7 +529,7 @@ class Blobs:
             )
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(sha.encode() + b"\n")
+        proc.stdin.write(object_name(sha).encode() + b"\n")
         proc.stdin.flush()
         head = proc.stdout.readline().split()
         if len(head) != 3 or head[1] != b"blob":
@@ -384,10 +571,19 @@ def _read_lines(path: str) -> bytes:
         return b""
 
 
+def object_name(sha: str) -> str:
+    """A git object name as agi's records and git's output give them: hex, 40 or 64 digits
+    (never an option, a revision expression or a path)."""
+    if not isinstance(sha, str) or OBJECT.fullmatch(sha) is None:
+        raise ShadowError(f"{str(sha)[:80]!r} is not an object name")
+    return sha
+
+
 def checked_path(workdir: str, rel: str) -> str:
-    """`workdir/rel`, refused when a directory on the way is a link (never written through)."""
+    """`workdir/rel`, refused when it is not a plain path below `workdir` (no `..`, no `.git`)
+    or a directory on the way is a link (never written through)."""
     parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts):
+    if any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
         raise OSError(0, "not a plain relative path")
     here = workdir
     for part in parts[:-1]:

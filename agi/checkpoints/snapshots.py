@@ -20,8 +20,10 @@ Subagents share their parent's Checkpoints, so what they change belongs to the p
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 import stat
 import threading
@@ -31,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi.errors import AgiError
+from agi.errors import AgiError, UsageError
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes
 
 if TYPE_CHECKING:
@@ -64,35 +66,297 @@ def kept_out(session_path: Path, home: Path) -> tuple[Path, ...]:
     return (session_path, home, config_path())
 
 
-def read_records(session_path: Path) -> list[dict[str, Any]]:
-    raw = read_bytes(session_path / RECORDS) or b""
-    records = []
-    for line in raw.split(b"\n"):
+KEY_FILE = "checkpoint-records.key"  # in $AGI_HOME: outside every session directory
+_SUFFIX = re.compile(rb',"mac":"([0-9a-f]{64})"\}$')
+HEX40 = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a git object name (SHA-1 or SHA-256)
+HEX64 = re.compile(r"[0-9a-f]{64}")  # a kept file's SHA-256
+_tails: dict[str, tuple[int, int, bytes]] = {}  # records file: (size, mtime, last mac)
+_tails_lock = threading.Lock()
+_append_lock = threading.Lock()
+
+
+class RecordsError(UsageError):
+    """The session's checkpoint records cannot be trusted: the rewind is refused (exit 2)."""
+
+
+def records_key(home: Path, create: bool = False) -> bytes | None:
+    """The key every record is signed with (docs: checkpoints): 32 random bytes, 0600, made
+    whole (written under another name, then linked into place) the first time; None when
+    there is none yet and `create` is false."""
+    folder = home
+    path = folder / KEY_FILE
+    for _ in range(2):
         try:
-            record = json.loads(line)
-        except ValueError:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if not create:
+                return None
+        else:
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise OSError(0, f"{path} is not a regular file")
+                key = f.read(4096)
+            if len(key) < 32:
+                raise OSError(0, f"{path} is damaged (shorter than a key)")
+            return key
+        make_private_dir(folder)
+        tmp = folder / f".{KEY_FILE}.{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, os.urandom(32))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # never over a key another run made meanwhile
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    raise OSError(0, f"cannot create {path}")
+
+
+def _mac(key: bytes, prev: bytes, body: bytes) -> bytes:
+    import hmac
+
+    return hmac.new(key, prev + b"\n" + body, "sha256").hexdigest().encode()
+
+
+def _signed(line: bytes, key: bytes | None, prev: bytes) -> tuple[bytes, bytes] | None:
+    """(body, mac) when `line` is a record signed with `key` following the record `prev`."""
+    import hmac
+
+    found = _SUFFIX.search(line)
+    if found is None or key is None:
+        return None
+    body = line[: found.start()] + b"}"
+    if not hmac.compare_digest(_mac(key, prev, body), found.group(1)):
+        return None
+    return body, found.group(1)
+
+
+def _digest(line: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(line).hexdigest()[:16]
+
+
+def protected_paths(home: Path, *sessions: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What Write and Edit refuse (the sessions' directories, agi's checkpoint records and
+    shadow repositories), and what Read refuses too (the key records are signed with)."""
+    key = os.path.join(os.path.realpath(home), KEY_FILE)
+    checkpoints = os.path.realpath(home / "checkpoints")
+    dirs = dict.fromkeys([*(os.path.realpath(s) for s in sessions), checkpoints, key])
+    return tuple(dirs), (key,)
+
+
+def read_records(session_path: Path, home: Path, strict: bool = False) -> list[dict[str, Any]]:
+    """The session's records that agi wrote (each signed, in a chain: none can be altered,
+    moved, copied or left out in the middle without failing the check). `strict` (a rewind,
+    the listing): any other line is a RecordsError naming it, except a torn one (a process
+    killed while writing it: the last line with no newline yet, or one a repair record names).
+    Otherwise such lines are passed over."""
+    path = session_path / RECORDS
+    raw = read_bytes(path) or b""
+    key = records_key(home) if raw.strip() else None
+    lines = raw.split(b"\n")
+    records: list[dict[str, Any]] = []
+    prev, pending = b"", None  # pending: (number, digest) of an unsigned line
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
             continue
-        if isinstance(record, dict):
-            records.append(record)
+        signed = _signed(line, key, prev)
+        if signed is None:
+            last = number == len(lines)  # no newline after it yet: being written, or torn
+            if strict and pending is not None:
+                raise _untrusted(path, pending[0])
+            pending = None if last else (number, _digest(line))
+            continue
+        body, prev = signed
+        try:
+            record = json.loads(body)
+            wrong = invalid(record)
+        except (ValueError, RecursionError) as e:
+            record, wrong = None, f"not JSON ({type(e).__name__})"
+        if isinstance(record, dict) and "torn" in record and not wrong:
+            if pending is not None and record["torn"] == pending[1]:
+                pending = None
+            continue
+        if strict and pending is not None:
+            raise _untrusted(path, pending[0])
+        if wrong:
+            if strict:
+                raise RecordsError(
+                    f"{path}, line {number}: a malformed checkpoint record ({wrong}); "
+                    "the rewind is refused"
+                )
+            continue
+        assert isinstance(record, dict)
+        records.append(record)
+    if strict and pending is not None:
+        raise _untrusted(path, pending[0])
     return records
 
 
-def repair_records(session_path: Path) -> None:
-    """End a torn last line (a process killed mid-write), so the next record stands alone;
-    only under the session's lock."""
+def _untrusted(path: Path, number: int) -> RecordsError:
+    return RecordsError(
+        f"{path}, line {number}: not a checkpoint record agi wrote (unsigned, or altered "
+        "since); the rewind is refused: remove the lines agi did not write, or rewind by hand"
+    )
+
+
+def _last_mac(path: Path, home: Path, key: bytes) -> bytes:
+    """The signature of the file's last record agi wrote: the next one follows it."""
     try:
-        with open(session_path / RECORDS, "rb") as f:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return b""
+    name = os.path.realpath(path)
+    with _tails_lock:
+        cached = _tails.get(name)
+    if cached is not None and cached[:2] == (st.st_size, st.st_mtime_ns):
+        return cached[2]
+    prev = b""
+    for line in (read_bytes(path) or b"").split(b"\n"):
+        signed = _signed(line, key, prev)
+        if signed is not None:
+            prev = signed[1]
+    return prev
+
+
+def _remember(path: Path, mac: bytes) -> None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    with _tails_lock:
+        _tails[os.path.realpath(path)] = (st.st_size, st.st_mtime_ns, mac)
+
+
+def repair_records(session_path: Path, home: Path) -> None:
+    """End a torn last line (a process killed mid-write), so the next record stands alone,
+    and say so in a signed record naming it; only under the session's lock."""
+    path = session_path / RECORDS
+    try:
+        with open(path, "rb") as f:
             f.seek(-1, os.SEEK_END)
             torn = f.read(1) != b"\n"
     except OSError:  # none yet, or empty
         return
     if torn:
-        append_bytes(session_path / RECORDS, b"\n")
+        raw = read_bytes(path) or b""
+        line = raw.rsplit(b"\n", 1)[-1]
+        append_bytes(path, b"\n")
+        append_record(session_path, {"torn": _digest(line)}, home)
 
 
-def append_record(session_path: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, separators=(",", ":")) + "\n"  # ASCII: any file name survives
-    append_bytes(session_path / RECORDS, line.encode("ascii"))
+def append_record(session_path: Path, record: dict[str, Any], home: Path) -> None:
+    """One record, signed with the key under $AGI_HOME and chained to the one before it."""
+    key = records_key(home, create=True)
+    assert key is not None
+    path = session_path / RECORDS
+    body = json.dumps(record, separators=(",", ":")).encode("ascii")  # any file name survives
+    with _append_lock:  # threads of one run (subagents) append one at a time
+        mac = _mac(key, _last_mac(path, home, key), body)
+        append_bytes(path, body[:-1] + b',"mac":"' + mac + b'"}\n')
+        _remember(path, mac)
+
+
+def _abs(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("/") and os.path.normpath(value) == value
+
+
+def _relative(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and value != ""
+        and all(p not in ("", ".", "..") for p in value.split("/"))
+    )
+
+
+def _int(value: object, least: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _paths(value: object) -> bool:
+    return isinstance(value, list) and all(_relative(p) for p in value)
+
+
+def _hex(value: object, pattern: re.Pattern[str] = HEX40) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def invalid(r: object) -> str | None:
+    """What is wrong with a record's shape (None: nothing), as snapshots and rewinds write
+    them; object names must be hex, paths plain."""
+    if not isinstance(r, dict):
+        return "not an object"
+    if "torn" in r:
+        return None if _hex(r["torn"], re.compile(r"[0-9a-f]{16}")) else "a bad torn mark"
+    if "rewind" in r:
+        checks = {
+            "rewind": _int(r["rewind"], 1),
+            "time": _number(r.get("time", 0)),
+            "kind": r.get("kind", "both") in ("both", "files", "conversation"),
+            "files": isinstance(r.get("files", []), list)
+            and all(isinstance(f, str) for f in r.get("files", [])),
+            "at": _int(r.get("at", 0)),
+        }
+        for side in ("before", "after"):
+            trees = r.get(side, {})
+            checks[side] = isinstance(trees, dict) and all(
+                _abs(k) and _hex(v) for k, v in trees.items()
+            )
+        return _first_wrong(checks)
+    if not _int(r.get("turn"), 1):
+        return "no turn number"
+    if "prompt" in r:
+        checks = {
+            "prompt": isinstance(r["prompt"], str),
+            "time": _number(r.get("time", 0)),
+            "start": _int(r.get("start", 0)),
+            "cwd": _abs(r.get("cwd")),
+            "untracked": isinstance(r.get("untracked", ""), str),
+        }
+    elif "tree" in r:
+        checks = {
+            "tree": _hex(r["tree"]),
+            "cwd": _abs(r.get("cwd")),
+            "files": _int(r.get("files", 0)),
+            "seconds": _number(r.get("seconds", 0)),
+            "skipped": _paths(r.get("skipped", [])),
+            "withheld": _paths(r.get("withheld", [])),
+            "kept_out": _paths(r.get("kept_out", [])),
+            "excludes": "excludes" not in r or _hex(r["excludes"]),
+            "stamps": isinstance(r.get("stamps", {}), dict)
+            and all(
+                _relative(k) and isinstance(v, list) and len(v) == 2 and all(_int(x) for x in v)
+                for k, v in r.get("stamps", {}).items()
+            ),
+        }
+    elif "end" in r:
+        checks = {"end": _hex(r["end"])}
+    elif "untracked" in r:
+        checks = {"untracked": isinstance(r["untracked"], str)}
+    elif "prior" in r:
+        checks = {
+            "prior": _abs(r["prior"]),
+            "blob": r.get("blob") is None or _hex(r.get("blob"), HEX64),
+            "mode": r.get("mode", "100644") in ("100644", "100755"),
+            "size": _int(r.get("size", 0)),
+            "kept": r.get("kept", "content") in ("content", "over 5 MB", "holds a key"),
+        }
+    else:
+        return "of no known kind"
+    return _first_wrong(checks)
+
+
+def _first_wrong(checks: dict[str, bool]) -> str | None:
+    bad = [name for name, ok in checks.items() if not ok]
+    return f"bad {bad[0]!r}" if bad else None
 
 
 def store_blob(home: Path, data: bytes) -> str:
@@ -115,6 +379,12 @@ def store_blob(home: Path, data: bytes) -> str:
             os.close(fd)
         os.replace(tmp, path)
     return digest
+
+
+def _inside(path: str, dirs: tuple[Path, ...]) -> bool:
+    return any(
+        path == (d := os.path.realpath(p)) or path.startswith(d.rstrip("/") + "/") for p in dirs
+    )
 
 
 def load_blob(home: Path, digest: str) -> bytes:
@@ -146,6 +416,15 @@ class Checkpoints:
         self.warned: set[str] = set()
         self.lock = threading.Lock()
 
+    def record(self, record: dict[str, Any]) -> None:
+        append_record(self.session.path, record, self.home)
+
+    def secrets(self) -> list[bytes]:
+        """The keys no checkpoint may keep: the session's and every key withheld from tools."""
+        from agi.policy.environment import SECRETS
+
+        return [os.fsencode(k) for k in {*self.session.secrets, *SECRETS} if len(k) >= 8]
+
     def warn_once(self, kind: str, text: str) -> None:
         if kind not in self.warned:
             self.warned.add(kind)
@@ -154,8 +433,8 @@ class Checkpoints:
     def begin(self, prompt: str) -> None:
         """A turn starts: its number, time, prompt and where its conversation begins."""
         path = self.session.path
-        repair_records(path)
-        numbers = [r["turn"] for r in read_records(path) if isinstance(r.get("turn"), int)]
+        repair_records(path, self.home)
+        numbers = [r["turn"] for r in read_records(path, self.home) if "turn" in r]
         self.turn = max(numbers, default=0) + 1
         self.snapped, self.touched, self.shadow = False, set(), None
         # redacted whole, then cut: a key across the cut would leave a part of itself
@@ -165,7 +444,7 @@ class Checkpoints:
         if not self.files:  # so that a rewind of its files can say why nothing comes back
             record["untracked"] = OFF
         self.session.mark()
-        append_record(path, record)
+        append_record(path, record, self.home)
 
     def before_tool(self, name: str, input: dict[str, Any], cwd: str) -> None:
         """Before a call that may change files: the turn's snapshot (once), and for Write and
@@ -193,16 +472,16 @@ class Checkpoints:
                 "checkpoints: git is not installed; only the files Write "
                 "and Edit change are recorded (not what commands change)",
             )
-            append_record(self.session.path, {"turn": self.turn, "untracked": "no git"})
+            self.record({"turn": self.turn, "untracked": "no git"})
             return
         home = os.path.realpath(self.home)
         if cwd == home or cwd.startswith(home.rstrip("/") + "/"):  # agi's own state: never
-            append_record(self.session.path, {"turn": self.turn, "untracked": "inside AGI_HOME"})
+            self.record({"turn": self.turn, "untracked": "inside AGI_HOME"})
             return
         from agi.checkpoints.shadow import MAX_FILES, Shadow, ShadowError, TooMany
 
         keep_out = kept_out(self.session.path, self.home)
-        shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out)
+        shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out, self.secrets())
         started = time.monotonic()
         try:
             snap = shadow.snapshot()
@@ -212,11 +491,11 @@ class Checkpoints:
                 f"checkpoints: {cwd} holds more than {MAX_FILES} files; "
                 "only the files Write and Edit change are recorded",
             )
-            append_record(self.session.path, {"turn": self.turn, "untracked": "too many files"})
+            self.record({"turn": self.turn, "untracked": "too many files"})
             return
         except (ShadowError, OSError) as e:
             self.warn_once("git", f"checkpoints: {e}; only Write and Edit are recorded")
-            append_record(self.session.path, {"turn": self.turn, "untracked": str(e)})
+            self.record({"turn": self.turn, "untracked": str(e)})
             return
         self.shadow = shadow
         took = round(time.monotonic() - started, 3)
@@ -224,6 +503,12 @@ class Checkpoints:
         if shadow.keep_out:  # a rewind keeps out the same (whatever its environment)
             record["kept_out"] = shadow.keep_out
         record["seconds"] = took  # what the snapshot took (not in trace.jsonl: not a model step)
+        if snap.excludes:
+            record["excludes"] = snap.excludes  # the project's own ignore rules then
+        if snap.withheld:  # holding a key: never kept (docs: checkpoints)
+            record["withheld"] = snap.withheld
+        if snap.stamps:  # of the files left out: a rewind names those changed since
+            record["stamps"] = snap.stamps
         if snap.skipped:
             record["skipped"] = snap.skipped
             self.warn_once(
@@ -231,31 +516,47 @@ class Checkpoints:
                 f"checkpoints: {len(snap.skipped)} file(s) over 5 MB are "
                 f"not recorded (first: {snap.skipped[0]})",
             )
-        append_record(self.session.path, record)
+        self.record(record)
 
     def _prior(self, file_path: str, cwd: str) -> None:
+        """The file's content before Write or Edit changes it, kept only when it is a regular
+        file of at most MAX_FILE bytes holding no key (else the record says why it is not:
+        a rewind leaves that file as it is, and names it); read no further than that."""
+        from agi.checkpoints.shadow import MAX_FILE
+
         path = os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))
-        if path in self.touched:
+        if path in self.touched or _inside(path, kept_out(self.session.path, self.home)):
             return
         self.touched.add(path)
         record: dict[str, Any] = {"turn": self.turn, "prior": path, "blob": None}
         try:
-            st = os.lstat(path)
-        except OSError:
-            st = None
-        if st is not None:
-            if not stat.S_ISREG(st.st_mode):
-                return  # Write and Edit refuse what is not a regular file
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read()
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            fd = None
+        except OSError as e:
+            if e.errno == errno.ELOOP or not os.path.lexists(path):
+                return  # a link: Write and Edit refuse it
+            self.warn(f"checkpoints: cannot record {path}: {e.strerror or e}")
+            return
+        if fd is not None:
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    return  # Write and Edit refuse what is not a regular file
+                record["mode"] = "100755" if st.st_mode & 0o100 else "100644"
+                record["size"] = st.st_size
+                try:
+                    data = f.read(MAX_FILE + 1) if st.st_size <= MAX_FILE else None
+                except OSError as e:
+                    self.warn(f"checkpoints: cannot record {path}: {e.strerror or e}")
+                    return
+            if data is None or len(data) > MAX_FILE:
+                record["kept"] = "over 5 MB"
+            elif any(k in data for k in self.secrets()):
+                record["kept"] = "holds a key"
+            else:
                 record["blob"] = store_blob(self.home, data)
-            except OSError as e:
-                self.warn(f"checkpoints: cannot record {path}: {e.strerror or e}")
-                return
-            record["mode"] = "100755" if st.st_mode & 0o100 else "100644"
-        append_record(self.session.path, record)
+        self.record(record)
 
     def end(self) -> None:
         """The turn is over: its end state, so the listing can say what it changed."""
@@ -265,7 +566,7 @@ class Checkpoints:
                 return
             try:
                 tree = shadow.snapshot().tree
-                append_record(self.session.path, {"turn": turn, "end": tree})
+                self.record({"turn": turn, "end": tree})
             except AgiError:
                 raise
             except Exception:  # the listing will say "files unknown" for this turn

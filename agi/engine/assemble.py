@@ -92,8 +92,17 @@ def assemble(
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
     system = system_text(settings, settings.system, tools)
+    from agi.checkpoints.snapshots import protected_paths
+
+    parent = getattr(ctx.checkpoints, "session", session)  # a subagent's: its parent's too
+    protected, unreadable = protected_paths(settings.home, session.path, parent.path)
     tool_ctx = ToolContext(
-        cwd=ctx.cwd, deadline=ctx.deadline, sandbox=settings.sandbox, env=ctx.env
+        cwd=ctx.cwd,
+        deadline=ctx.deadline,
+        sandbox=settings.sandbox,
+        env=ctx.env,
+        protected=protected,
+        unreadable=unreadable,
     )
     guard = make_guard(settings, session, ctx, lifecycle, tools)
     if ctx.depth == 0 and ctx.checkpoints is None and not settings.ephemeral:

@@ -17,7 +17,9 @@ from agi.tools.files import (
     positive_int,
     read_line,
     read_output,
+    readable,
     resolve,
+    writable,
 )
 from agi.tools.protocol import ToolContext, require
 
@@ -53,7 +55,7 @@ class EditorRead(Read):
         self.files = files
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = resolve(require(input, "file_path"), ctx)
+        path = readable(resolve(require(input, "file_path"), ctx), ctx)
         offset = positive_int(input, "offset", 1)
         limit = positive_int(input, "limit", READ_LIMIT)
         text = self.files.read(str(path))
@@ -67,7 +69,7 @@ class EditorWrite(Write):
         self.files = files
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
+        path = writable(require(input, "file_path"), ctx)
         content = clean(require(input, "content"))
         if path.is_dir():
             raise ToolError(f"{path} is a directory")

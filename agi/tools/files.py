@@ -7,6 +7,7 @@ edit is.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,33 @@ def resolve(file_path: str, ctx: ToolContext) -> Path:
         raise ToolError("no file has a name with a NUL byte in it")
     path = Path(file_path).expanduser()
     return path if path.is_absolute() else Path(ctx.cwd) / path
+
+
+EDIT_LIMIT = 16 << 20  # bytes: a larger file is refused by Edit unread (docs: tools)
+
+
+def writable(file_path: str, ctx: ToolContext) -> Path:
+    """The path Write or Edit may change: allowed by the sandbox, and not a file of the
+    running session (its directory, agi's checkpoint records; docs: checkpoints)."""
+    path = ctx.sandbox.check_write(resolve(file_path, ctx))
+    real = os.path.realpath(path)
+    for root in ctx.protected:
+        if real == root or real.startswith(root.rstrip("/") + "/"):
+            raise ToolError(
+                f"{path} belongs to the running session (its directory, or agi's checkpoint "
+                "records): Write and Edit do not change it"
+            )
+    return path
+
+
+def readable(path: Path, ctx: ToolContext) -> Path:
+    """Read refuses the key agi's checkpoint records are signed with."""
+    if ctx.unreadable and os.path.realpath(path) in ctx.unreadable:
+        raise ToolError(
+            f"{path} is the key of the running session's checkpoint records: "
+            "the file tools do not read it"
+        )
+    return path
 
 
 def read_text(path: Path) -> str:
@@ -81,7 +109,7 @@ class Read:
     close = interrupt
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = resolve(require(input, "file_path"), ctx)
+        path = readable(resolve(require(input, "file_path"), ctx), ctx)
         offset = positive_int(input, "offset", 1)
         limit = positive_int(input, "limit", READ_LIMIT)
         started = self.interrupted
@@ -135,7 +163,7 @@ class Write:
     }
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
+        path = writable(require(input, "file_path"), ctx)
         content = clean(require(input, "content"))
         if path.is_dir():
             raise ToolError(f"{path} is a directory")
@@ -165,7 +193,7 @@ class Edit:
     }
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
-        path = ctx.sandbox.check_write(resolve(require(input, "file_path"), ctx))
+        path = writable(require(input, "file_path"), ctx)
         old, new = require(input, "old_string"), require(input, "new_string")
         if old == new:
             raise ToolError("old_string and new_string are the same")
@@ -188,8 +216,19 @@ class Edit:
         return f"Edited {path}: replaced {count if every else 1} occurrence(s)"
 
     def read(self, path: Path) -> str:
-        """The file's text (bytes that are not UTF-8 kept as surrogates, to be written back)."""
+        """The file's text (bytes that are not UTF-8 kept as surrogates, to be written back);
+        a file over EDIT_LIMIT is refused before anything of it is read."""
         check_writable(path)
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0  # open_regular says why
+        if size > EDIT_LIMIT:
+            raise ToolError(
+                f"{path} is {size / (1 << 20):.0f} MB: Edit works on files up to "
+                f"{EDIT_LIMIT >> 20} MB (it reads the whole file); use Bash (e.g. sed -i) "
+                "or Write for a larger one"
+            )
         return read_text(path)
 
     def write(self, path: Path, text: str) -> None:

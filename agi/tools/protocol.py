@@ -48,6 +48,10 @@ class ToolContext:
     sandbox: Policy = field(default_factory=_no_sandbox)  # what commands and writes may touch
     # variables set on top of os.environ for every process a tool starts (hooks export them)
     env: dict[str, str] = field(default_factory=dict)
+    # real paths Write and Edit refuse, with what lies below (the running session's directory,
+    # agi's checkpoint records); and the files Read refuses too (the records' key)
+    protected: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())

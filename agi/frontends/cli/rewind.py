@@ -2,7 +2,9 @@
 
 stdout: the listing, or one line per file (`restored PATH`, `removed PATH`; `would ...` with
 --dry-run) and one for the conversation. stderr: `agi: PATH was changed by someone else since
-turn N` for each such file; a file that could not be restored is one `agi:` line, exit 1.
+turn N` for each such file, `agi: PATH: WHY; left as it is` for each file the rewind cannot
+bring back; a file that could not be restored is one `agi:` line, exit 1. Records that fail
+their check are refused before anything is read of them (exit 2).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ def rewind_command(args: argparse.Namespace) -> int:
         for warning in session.warnings:
             sys.stderr.write(f"agi: {warning}\n")
         if not args.dry_run:  # a dry run changes nothing, not even a torn line
-            repair_records(path)
-        turns, _ = read_turns(path)
+            repair_records(path, home)
+        turns, _ = read_turns(path, home)
         number = number or (turns[-1].number if turns else 1)  # `last`
         turn = next((t for t in turns if t.number == number), None)
         if turn is None:
@@ -106,20 +108,23 @@ def _rewind(
     if kind in ("both", "conversation") and not dry:
         rewind_conversation(session, turn)
     if not dry:
-        record_rewind(session, n, plan, kind, done)
+        record_rewind(session, n, plan, kind, done, home)
     others = sorted(plan.others & {p for _, p in actions}) if plan is not None else []
     for path in others:
         tail = "it would be restored" if dry else "restored"
         sys.stderr.write(
             f"agi: {_display(path)} was changed by someone else since turn {n}; {tail}\n"
         )
+    left = plan.left if plan is not None else []
+    for path, why in left:
+        sys.stderr.write(f"agi: {_display(path)}: {why}; left as it is\n")
     shown = [(a, p) for a, p in actions if dry or p in done]
     conversation = kind in ("both", "conversation")
     if as_json:
         result: dict[str, Any] = {"turn": n, "dry_run": dry, "conversation": conversation}
         for action in ("restore", "remove"):
             result[action + "d"] = [p for a, p in shown if a == action]
-        result.update(others=others, failed=failed)
+        result.update(others=others, failed=failed, left=[p for p, _ in left])
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         for action, path in shown:
@@ -140,8 +145,9 @@ def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tup
     from agi.checkpoints.shadow import ShadowError
     from agi.checkpoints.snapshots import OFF
 
+    secrets = [os.fsencode(k) for k in known_keys()]  # the rewind's own snapshot keeps none
     try:
-        plan = plan_files(turns, n, home, session.path)
+        plan = plan_files(turns, n, home, session.path, dry, secrets)
     except ShadowError as e:
         raise AgiError(f"cannot rewind the files: {e}") from e
     for warning in plan.warnings:
@@ -157,6 +163,25 @@ def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tup
         sys.stderr.write(f"agi: turn {first.number} had no snapshot ({first.untracked}): {what}\n")
     done, failed = ([], []) if dry else apply_files(plan, home)
     return plan, plan.paths(), done, failed
+
+
+def known_keys() -> set[str]:
+    """The API keys a run here would use (the config file's and the environment's): the
+    snapshot a rewind takes keeps no file holding one, as a run's does (docs: checkpoints).
+    Best effort: a configuration that does not resolve still leaves AGI_API_KEY."""
+    from agi.policy.environment import SECRETS
+
+    keys = {*SECRETS, os.environ.get("AGI_API_KEY") or ""}
+    try:
+        from agi.options.config import config_path, load_file, resolve_model
+        from agi.options.values import env_layer, file_layer, resolve
+
+        path = config_path()
+        key = resolve_model(resolve([file_layer(load_file(path), path), env_layer()]), path).api_key
+        keys.add(key or "")
+    except (AgiError, OSError, ValueError):
+        pass
+    return {k for k in keys if len(k) >= 8}
 
 
 def _display(path: str) -> str:
@@ -196,7 +221,7 @@ def listing(path: Path, home: Path, as_json: bool = False) -> str:
     from agi.checkpoints.snapshots import OFF, owner_of
     from agi.policy.decoding import one_line
 
-    turns, rewinds = read_turns(path)
+    turns, rewinds = read_turns(path, home)
     owner = owner_of(path)
     rows: list[dict[str, Any]] = []
     for t in turns:
