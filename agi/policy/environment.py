@@ -22,6 +22,11 @@ def withhold(key: str | None) -> None:
         forget(withheld(dict(os.environ)))
 
 
+def in_use() -> list[str]:
+    """The keys withheld so far, the longest first: what every output redacts."""
+    return sorted(tuple(SECRETS), key=len, reverse=True)
+
+
 def _kept() -> set[str]:
     return {name.strip() for name in os.environ.get("AGI_TOOL_ENV_KEYS", "").split(",")}
 

@@ -15,6 +15,8 @@ from agi.errors import ToolError
 from agi.frontends.acp import tools as acp_tools
 from agi.frontends.views.terminal import Silent
 from agi.messages import Notice, ReasoningDelta, TextDelta, ToolEnd, ToolStart, UsageEvent
+from agi.policy.environment import in_use
+from agi.policy.redaction import redact_values
 
 
 def _quiet_task(task: asyncio.Future[Any]) -> None:
@@ -38,6 +40,7 @@ class Bridge:
     def notify(self, update: dict[str, Any]) -> None:
         """Queue a `session/update`; one wake-up of the loop sends all that queued meanwhile,
         in order (and before any request made after them)."""
+        update = redact_values(update, in_use())  # value by value (docs: security)
         with self.lock:
             if self.closed:
                 return

@@ -29,14 +29,56 @@ OPTIONS = [
 RULES_FILE = "settings.json"
 
 
+# agi's modes ACP has no id for: reported as the nearest one, whose description says so; the
+# server's own option binds its sessions (docs: acp)
+NEAREST = {"dontAsk": "default"}
+KEPT = {
+    "dontAsk": "dontAsk (the server's --permission-mode): calls no rule allows are denied, "
+    "never asked"
+}
+
+
+def reported(mode: str) -> str:
+    """The ACP mode id a session in agi's `mode` is shown in."""
+    return NEAREST.get(mode, mode)
+
+
+def listed(current: str) -> list[tuple[str, str, str]]:
+    """(id, name, description) of each mode offered, the one `current` is shown in saying what
+    it really is."""
+    shown = reported(current)
+    return [
+        (mode, name, KEPT[current] if mode == shown and current in KEPT else about)
+        for mode, (name, about) in MODES.items()
+    ]
+
+
 def modes_state(current: str) -> dict[str, Any]:
     return {
-        "currentModeId": current,
+        "currentModeId": reported(current),
         "availableModes": [
             {"id": mode, "name": name, "description": about}
-            for mode, (name, about) in MODES.items()
+            for mode, name, about in listed(current)
         ],
     }
+
+
+def bound_mode(server: str, asked: str) -> str:
+    """The mode a session takes when the client asks for `asked` under the server's mode: a
+    mode ACP has no id for stays when its nearest id is asked, and is never relaxed (only
+    `plan`, which runs less, may replace it); UsageError otherwise."""
+    from agi.errors import UsageError
+
+    if server not in NEAREST:
+        return asked
+    if asked == NEAREST[server]:
+        return server
+    if asked == "plan":
+        return asked
+    raise UsageError(
+        f"the server's --permission-mode {server} binds its sessions: mode {asked!r} would run "
+        "calls no rule allows"
+    )
 
 
 class SessionRules:

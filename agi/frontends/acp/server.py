@@ -15,7 +15,7 @@ from typing import Any, cast
 from agi import __version__
 from agi.errors import AgiError, UsageError
 from agi.frontends.acp import text as front
-from agi.frontends.acp.permissions import MODES, modes_state
+from agi.frontends.acp.permissions import MODES, bound_mode, listed, modes_state, reported
 from agi.options.values import overlay
 
 SOURCE = "ACP session"  # the layer of a session's own options
@@ -50,7 +50,7 @@ class Server:
         settings = self.settings_for(None)
         self.home = settings.home
         mode = settings.permissions.mode if settings.permissions is not None else "default"
-        self.mode = mode if mode in MODES else "default"
+        self.mode = mode  # dontAsk too: kept, shown as the nearest ACP mode (docs: acp)
 
     def settings_for(self, model: str | None, cwd: str | None = None) -> Any:
         """A session's settings: the command line's layer, then the session's own (its model;
@@ -62,7 +62,9 @@ class Server:
             layers.append(overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=model))
         if cwd is not None and self.workspace_unnamed():
             layers.append(overlay(SOURCE, allow_write=[cwd]))
-        return Settings.load(*layers)
+        from agi.policy.anchors import anchored_settings  # where the server resolved them
+
+        return anchored_settings(Settings.load(*layers), os.getcwd())  # docs: security
 
     def workspace_unnamed(self) -> bool:
         """Whether the sandbox is `workspace` with no --allow-write (nor the config file's or
@@ -114,9 +116,9 @@ class Server:
                 "name": "Permission mode",
                 "category": "mode",
                 "type": "select",
-                "currentValue": session.mode,
+                "currentValue": reported(session.mode),
                 "options": [
-                    {"value": m, "name": n, "description": d} for m, (n, d) in MODES.items()
+                    {"value": m, "name": n, "description": d} for m, n, d in listed(session.mode)
                 ],
             },
         ]
@@ -214,7 +216,10 @@ class Server:
         session = self._session(session_id)
         if mode_id not in MODES:
             raise error(INVALID, f"unknown mode {mode_id!r} (one of {', '.join(MODES)})")
-        session.set_mode(mode_id)
+        try:
+            session.set_mode(bound_mode(self.mode, mode_id))  # the server's option binds
+        except UsageError as e:
+            raise error(INVALID, str(e)) from None
         await self.conn.session_update(
             session_id=session.id,
             update={"sessionUpdate": "current_mode_update", "currentModeId": mode_id},

@@ -12,6 +12,8 @@ from agi.errors import AgiError, Cancelled, StepLimit
 from agi.frontends.acp import tools as acp_tools
 from agi.frontends.acp.bridge import Bridge, EditorFiles, EditorView
 from agi.frontends.acp.permissions import SessionRules
+from agi.policy.environment import in_use
+from agi.policy.redaction import redact_values
 
 
 class Failed(Exception):
@@ -193,6 +195,7 @@ class EditorSession:
             if edit is not None:
                 self.edits[call_id] = edit
             known = acp_tools.start(call_id, name, input, self.cwd, edit)
+            known = redact_values(known, in_use())  # also the permission request's tool call
             self.announced[call_id] = known
             self.bridge.notify(known)
         return {k: v for k, v in known.items() if k != "sessionUpdate"}
