@@ -73,6 +73,7 @@ class EditorSession:
         meter = old.meter if old is not None else None
         saved = old.metered if old is not None else 0
         run = self.server.make_run(settings, EditorView(self), self, meter, saved)
+        self.started_hooks = True  # SessionStart: when the session's first run opened
         session = run.session
         with run.locked():
             session.write_meta(model=self.label, cwd=self.cwd, acp=True)
@@ -137,24 +138,16 @@ class EditorSession:
             self.close_calls()
 
     def _turn(self, run: Any, text: str) -> str:
+        """The prompt as the run's turn (its clock, a `/command`, SessionStart's context), or
+        the `/compact` it names."""
         from agi.claude.commands import first_word
 
-        run.start_turn_clock()
         if first_word(text) == "compact":
             summary = run.compact(text.strip()[len("/compact") :].strip())
             message = summary or "nothing to compact: the session holds no conversation"
             self.bridge.notify(_chunk("agent_message_chunk", message))
             return "end_turn"
-        prompt, settings = run.expand(text)
-        agent = run.assemble(settings)
-        if agent.lifecycle is not None and not self.started_hooks:
-            self.started_hooks = True
-            size = run.session.messages_file.stat().st_size if self.loaded else 0
-            source = "resume" if size else "startup"
-            context = agent.lifecycle.session_start(source, settings.model.label)
-            prompt = f"{prompt}\n\n{context}" if context else prompt
-        with run.locked():
-            reply = run.held_turn(prompt, settings)
+        reply = run.turn(text)
         if self.cancelled.is_set():
             return "cancelled"
         return "max_tokens" if reply.finish_reason == "length" else "end_turn"

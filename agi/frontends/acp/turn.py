@@ -32,6 +32,6 @@ def open_run(settings: Any, view: Any, editor: Any, meter: Any = None, saved: in
         interrupted=editor.cancelled,  # a cancel ends a wait for the session's lock
         interactive=True,  # --timeout limits each turn
         session=SessionChoice(path=editor.path),
-        session_start=False,  # the session's first turn runs them (agi.frontends.acp.session)
+        session_start=not editor.started_hooks,  # once for the session, not for each model
     )
     return engine.open(spec)
