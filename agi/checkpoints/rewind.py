@@ -8,6 +8,13 @@ Edit touched outside a snapshot (elsewhere, ignored, no git, a huge tree) get th
 prior content. A file that changed while no turn of this session ran (between a turn's end and
 the next one's start, or since the last) was changed by someone else: restored too, and named.
 
+Only records that pass their check are used (agi.checkpoints.snapshots.read_records); the
+files changed are those of the directory each checkpoint recorded (still that directory, not a
+link), never through a link on the way, plus the files Write and Edit recorded. Files a turn
+made that an ignore rule it wrote hides are found with the checkpoint's own rules
+(Shadow.hidden). Files no checkpoint kept (over 5 MB, holding a key, a nested repository) are
+left as they are and named (`Plan.left`).
+
 Conversation: a rewind record (agi.checkpoints.rewinds) appended to messages.jsonl.
 """
 
@@ -152,6 +159,7 @@ class Plan:
     after: dict[str, str] = field(default_factory=dict)  # cwd: the tree after it
     left: list[tuple[str, str]] = field(default_factory=list)
     unkept: set[str] = field(default_factory=set)  # left out of a snapshot (big, a key)
+    refused: list[str] = field(default_factory=list)  # directories not restored, and why
 
     def paths(self) -> list[tuple[str, str]]:
         """(action, absolute path) for each file, `restore` or `remove`."""
@@ -185,9 +193,9 @@ def plan_files(
         mine = [t for t in since if t.cwd == cwd]
         first = next(t for t in mine if t.tree)
         if os.path.realpath(cwd) != cwd or not os.path.isdir(cwd):
-            plan.warnings.append(
-                f"{cwd} is no longer the directory turn {first.number} recorded (gone, or a "
-                "link now); its files are not restored"
+            plan.refused.append(
+                f"{cwd}: no longer the directory turn {first.number} recorded (gone, or a "
+                "link now); nothing in it is restored"
             )
             continue
         recorded = {Path(cwd, p) for t in mine for p in t.kept_out}  # kept out back then

@@ -7,8 +7,11 @@ GIT_INDEX_FILE, no system or user configuration, no hooks, and attributes switch
 filters, no line-ending conversion): the work tree's `.gitignore` files are honoured, nothing
 else of the user's git is read, and the project's `.git` is never opened for writing.
 
-A snapshot is a tree object (`git add -A`, `git write-tree`); files over MAX_FILE bytes are left
-out and named, and a tree of more than MAX_FILES files is not snapshotted at all (TooMany).
+A snapshot is a tree object (`git add -A`, `git write-tree`); files over MAX_FILE bytes, and
+files holding a key, are left out and named, and a tree of more than MAX_FILES files is not
+snapshotted at all (TooMany). Object names are checked as hex and given after
+`--end-of-options`; a dry run (`Shadow.dry`) writes its snapshot to a temporary index and object
+directory.
 A restore writes each file beside itself and renames it into place, after journalling the
 temporary name, so a kill at any moment leaves every file whole (old or new content) and the
 next snapshot or restore removes what a killed one left behind.

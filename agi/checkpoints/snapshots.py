@@ -1,19 +1,25 @@
 """Checkpoints of a session's turns (docs: checkpoints), taken while a run works.
 
 Each turn appends to the session's `checkpoints.jsonl` (one JSON object a line, appended, never
-rewritten; a torn line is skipped):
+rewritten), every line signed: `..., "mac": HMAC}` last, an HMAC-SHA256 of the line without it
+and of the line before's mac, keyed by `$AGI_HOME/checkpoint-records.key` (read_records). A
+model that can write the session cannot forge, alter, move or copy in a record unnoticed:
 
 - `{"turn": N, "time": T, "prompt": FIRST_LINE, "start": I, "cwd": DIR}` when the turn begins
   (I: the messages the session held before its prompt, where a rewind takes the conversation);
-- `{"turn": N, "tree": SHA, "cwd": DIR, "files": COUNT, "seconds": S, "skipped": [...]}` before
-  the turn's first tool call that can change files: a snapshot in the shadow repository
-  (agi.checkpoints.shadow), or `{"turn": N, "untracked": WHY}` when there is none (no git, a huge
-  tree): then only Write/Edit;
-- `{"turn": N, "prior": PATH, "blob": SHA256|null, "mode": MODE}` the first time in the turn
-  that Write or Edit touches PATH (wherever it lies): its content before (`null`: it did not
-  exist), kept compressed in `$AGI_HOME/checkpoints/files/`; the prompt is stored redacted;
+- `{"turn": N, "tree": SHA, "cwd": DIR, "files": COUNT, "seconds": S, "skipped": [...],
+  "withheld": [...], "stamps": {PATH: [SIZE, MTIME_NS]}, "excludes": SHA}` before the turn's
+  first tool call that can change files: a snapshot in the shadow repository
+  (agi.checkpoints.shadow), without the files over 5 MB (`skipped`) or holding a key
+  (`withheld`), and the project's own ignore rules then (`excludes`); or `{"turn": N,
+  "untracked": WHY}` when there is none (no git, a huge tree): then only Write/Edit;
+- `{"turn": N, "prior": PATH, "blob": SHA256|null, "mode": MODE, "size": BYTES, "kept": WHY}`
+  the first time in the turn that Write or Edit touches PATH (wherever it lies): its content
+  before (`null`: it did not exist, or `kept` says why it was not kept: over 5 MB, holding a
+  key), kept compressed in `$AGI_HOME/checkpoints/files/`; the prompt is stored redacted;
 - `{"turn": N, "end": SHA}` when the turn ends (what changed in it, for the listing);
-- `{"rewind": N, ...}` for each rewind (agi.checkpoints.rewind).
+- `{"rewind": N, ...}` for each rewind (agi.checkpoints.rewind);
+- `{"torn": DIGEST}` after a line a killed process left unfinished (so that line is known).
 
 Subagents share their parent's Checkpoints, so what they change belongs to the parent's turn.
 """
@@ -66,6 +72,7 @@ def kept_out(session_path: Path, home: Path) -> tuple[Path, ...]:
     return (session_path, home, config_path())
 
 
+RECORDS_LIMIT = 64 << 20  # bytes of checkpoints.jsonl read at most (a turn adds a few hundred)
 KEY_FILE = "checkpoint-records.key"  # in $AGI_HOME: outside every session directory
 _SUFFIX = re.compile(rb',"mac":"([0-9a-f]{64})"\}$')
 HEX40 = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a git object name (SHA-1 or SHA-256)
@@ -87,32 +94,37 @@ def records_key(home: Path, create: bool = False) -> bytes | None:
     path = folder / KEY_FILE
     for _ in range(2):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             if not create:
                 return None
+        except OSError as e:
+            raise RecordsError(f"cannot read {path}: {e.strerror or e}") from e
         else:
             with os.fdopen(fd, "rb") as f:
                 if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise OSError(0, f"{path} is not a regular file")
+                    raise RecordsError(f"{path} is not a regular file: checkpoint records fail")
                 key = f.read(4096)
             if len(key) < 32:
-                raise OSError(0, f"{path} is damaged (shorter than a key)")
+                raise RecordsError(f"{path} is damaged (shorter than a key): remove it")
             return key
         make_private_dir(folder)
         tmp = folder / f".{KEY_FILE}.{os.getpid()}.{threading.get_ident()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, os.urandom(32))
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # never over a key another run made meanwhile
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
-    raise OSError(0, f"cannot create {path}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.write(fd, os.urandom(32))
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # never over a key another run made meanwhile
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        except OSError as e:
+            raise RecordsError(f"cannot create {path}: {e.strerror or e}") from e
+    raise RecordsError(f"cannot create {path}")
 
 
 def _mac(key: bytes, prev: bytes, body: bytes) -> bytes:
@@ -156,7 +168,7 @@ def read_records(session_path: Path, home: Path, strict: bool = False) -> list[d
     killed while writing it: the last line with no newline yet, or one a repair record names).
     Otherwise such lines are passed over."""
     path = session_path / RECORDS
-    raw = read_bytes(path) or b""
+    raw = read_bytes(path, RECORDS_LIMIT) or b""
     key = records_key(home) if raw.strip() else None
     lines = raw.split(b"\n")
     records: list[dict[str, Any]] = []
@@ -216,7 +228,7 @@ def _last_mac(path: Path, home: Path, key: bytes) -> bytes:
     if cached is not None and cached[:2] == (st.st_size, st.st_mtime_ns):
         return cached[2]
     prev = b""
-    for line in (read_bytes(path) or b"").split(b"\n"):
+    for line in (read_bytes(path, RECORDS_LIMIT) or b"").split(b"\n"):
         signed = _signed(line, key, prev)
         if signed is not None:
             prev = signed[1]
@@ -243,7 +255,7 @@ def repair_records(session_path: Path, home: Path) -> None:
     except OSError:  # none yet, or empty
         return
     if torn:
-        raw = read_bytes(path) or b""
+        raw = read_bytes(path, RECORDS_LIMIT) or b""
         line = raw.rsplit(b"\n", 1)[-1]
         append_bytes(path, b"\n")
         append_record(session_path, {"torn": _digest(line)}, home)

@@ -352,3 +352,22 @@ def test_the_records_key_is_private_and_outside_every_session(agi, work, tmp_pat
     assert oct(keys[0].stat().st_mode & 0o777) == "0o600"
     assert session not in keys[0].parents
     assert os.path.getsize(keys[0]) >= 32
+
+
+def test_a_working_directory_swapped_for_a_link_is_not_restored_through(agi, work, tmp_path):
+    """The directory a checkpoint recorded is replaced, after the turn, by a link to another
+    place holding the same names: the rewind writes nothing there and says why (exit 1)."""
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo A > a.txt; echo new > new.txt"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.txt").write_text("elsewhere\n")
+    (elsewhere / "new.txt").write_text("elsewhere new\n")
+    work.rename(tmp_path / "moved")
+    work.symlink_to(elsewhere)
+    before = state(elsewhere)
+    for args in (("--rewind-files", "1", "--dry-run"), ("--rewind-files", "1")):
+        r = agi("-s", str(session), *args, cwd=tmp_path)
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        assert "no longer the directory" in r.stderr and "Traceback" not in r.stderr
+        assert state(elsewhere) == before

@@ -162,7 +162,7 @@ def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tup
         )
         sys.stderr.write(f"agi: turn {first.number} had no snapshot ({first.untracked}): {what}\n")
     done, failed = ([], []) if dry else apply_files(plan, home)
-    return plan, plan.paths(), done, failed
+    return plan, plan.paths(), done, [*plan.refused, *failed]
 
 
 def known_keys() -> set[str]:
