@@ -16,14 +16,10 @@ within 2 s cancels the provider batches first."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import sys
-import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 from agi.engine.result import RunResult
 from agi.errors import AgiError, ProviderError, UsageError
 from agi.frontends.batch.batch_http import Answer, BatchApi, Polled
+from agi.frontends.batch.batch_progress import BatchProgress, Interrupts
+from agi.frontends.batch.batch_record import Sent, State, written_after
 from agi.frontends.batch.jobs import BatchJob
-from agi.frontends.batch.shared import Outcome, Writer, clock
+from agi.frontends.batch.shared import Outcome, Writer
 
 if TYPE_CHECKING:
     import argparse
@@ -42,7 +40,6 @@ if TYPE_CHECKING:
 
 APIS = ("openai", "anthropic")
 PROTOCOL = {"openai": "chat", "anthropic": "messages"}  # agi.providers.protocols.protocol
-STATE_VERSION = 1
 POLL_ENV = "AGI_BATCH_POLL"  # seconds between polls (default 30)
 SIZE_ENV = "AGI_BATCH_SIZE"  # requests a batch at most, below the provider's limit
 BYTES_ENV = "AGI_BATCH_BYTES"  # bytes a batch at most, below the provider's limit
@@ -123,211 +120,6 @@ def one_call(api: str, job: BatchJob, settings: Settings) -> None:
     from agi.providers.endpoint import require_key
 
     require_key(settings.model)
-
-
-# ---- the record of the batches created: OUT.batches.json ----
-
-
-@dataclass
-class Sent:
-    """A batch created at the provider: its id, which job each request is (custom_id -> the
-    job's id as JSON), its endpoint and model, and OUT's size when it was created (the lines
-    after that offset are the ones already written of it, after a crash mid-way)."""
-
-    api: str
-    id: str
-    base_url: str
-    model: str
-    jobs: dict[str, str]
-    out_from: int = 0
-    status: str = "submitted"
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "api": self.api,
-            "id": self.id,
-            "base_url": self.base_url,
-            "model": self.model,
-            "jobs": self.jobs,
-            "out_from": self.out_from,
-        }
-
-
-class State:
-    """The batches still to collect, kept in `path` (None without --batch-out: in memory)."""
-
-    def __init__(self, path: Path | None, api: str):
-        self.path, self.api = path, api
-        self.sent: list[Sent] = []
-        if path is not None and path.exists():
-            self.sent = self._read(path)
-
-    def _read(self, path: Path) -> list[Sent]:
-        bad = f"{path} is not a record of provider batches agi can read"
-        hint = "; move it away to submit its jobs again (the batches it names are not collected)"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-        except ValueError as e:
-            raise UsageError(f"{bad} ({e}){hint}") from None
-        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
-            raise UsageError(f"{bad} (no version {STATE_VERSION}){hint}")
-        sent: list[Sent] = []
-        entries = data.get("batches")
-        for entry in entries if isinstance(entries, list) else [None]:
-            try:
-                assert isinstance(entry, dict)
-                one = Sent(
-                    api=str(entry["api"]),
-                    id=str(entry["id"]),
-                    base_url=str(entry["base_url"]),
-                    model=str(entry["model"]),
-                    jobs={str(k): str(v) for k, v in dict(entry["jobs"]).items()},
-                    out_from=int(entry.get("out_from", 0)),
-                )
-            except (AssertionError, KeyError, TypeError, ValueError, AttributeError):
-                raise UsageError(f"{bad} (a batch entry is malformed){hint}") from None
-            if one.api != self.api:
-                raise UsageError(
-                    f"{path} holds {one.api} batches still to collect: rerun with "
-                    f"--batch-api {one.api}"
-                )
-            sent.append(one)
-        return sent
-
-    def save(self) -> None:
-        """Replace the record at once (a crash leaves the old one or the new, never half)."""
-        if self.path is None:
-            return
-        if not self.sent:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            return
-        data = {"version": STATE_VERSION, "batches": [s.to_json() for s in self.sent]}
-        temp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
-        with open(temp, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, self.path)
-
-    def pending_keys(self) -> set[str]:
-        return {key for sent in self.sent for key in sent.jobs.values()}
-
-
-def written_after(out: Path | None, offset: int) -> set[str]:
-    """The ids (as JSON) of the lines OUT holds after `offset`."""
-    if out is None:
-        return set()
-    try:
-        with open(out, "rb") as f:
-            f.seek(offset)
-            data = f.read()
-    except OSError:
-        return set()
-    found = set()
-    for line in data.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and "id" in value:
-            found.add(json.dumps(value["id"], ensure_ascii=False))
-    return found
-
-
-# ---- the progress line, the signals ----
-
-
-class BatchProgress:
-    """On a terminal: `agi batch: 3 batches submitted (120 jobs), 80 done, 2 failed,
-    in_progress, 1m05s`, redrawn in place; nothing when stderr is not one."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.batches = self.submitted = self.done = self.failed = 0
-        self.status = "submitting"
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def text(self) -> str:
-        with self._lock:
-            plural = "" if self.batches == 1 else "es"
-            parts = [
-                f"{self.batches} batch{plural} submitted ({self.submitted} jobs)",
-                f"{self.done} done",
-                f"{self.failed} failed",
-                self.status,
-                clock(time.monotonic() - self.started),
-            ]
-        return "agi batch: " + ", ".join(parts)
-
-    def update(self, **values: Any) -> None:
-        with self._lock:
-            for name, value in values.items():
-                setattr(self, name, value)
-
-    def ended(self, code: int) -> None:
-        with self._lock:
-            self.done += 1
-            self.failed += code != 0
-
-    def start(self) -> None:
-        if self.enabled:
-            self._thread = threading.Thread(target=self._tick, name="agi-progress", daemon=True)
-            self._thread.start()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(0.5):
-            self.draw()
-
-    def draw(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r\x1b[K" + self.text())
-            sys.stderr.flush()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2)
-            self._thread = None
-            self.draw()
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-class Interrupts:
-    """SIGINT, SIGTERM and SIGHUP while the batches are submitted and waited for: `stopped`
-    is set by the first; `again` by a second SIGINT before agi exits (it waits GRACE seconds
-    for one once it has said what a second would do)."""
-
-    def __init__(self) -> None:
-        self.stopped = threading.Event()
-        self.again = threading.Event()
-        self.signum: int | None = None
-        self.first = 0.0
-
-    def handle(self, signum: int, frame: Any) -> None:
-        if self.signum is None:
-            self.signum, self.first = signum, time.monotonic()
-            self.stopped.set()
-        elif signum == signal.SIGINT:  # before agi exits: within the grace it announced
-            self.again.set()
-
-    @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        old = {signum: signal.signal(signum, self.handle) for signum in held}
-        try:
-            yield
-        finally:
-            for signum, handler in old.items():
-                signal.signal(signum, handler)
 
 
 # ---- the batch ----
