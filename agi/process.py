@@ -174,6 +174,30 @@ def exit_now_if_stuck(code: int) -> None:
 STDIN_LIMIT = 10 << 20  # bytes of stdin a run reads by default (config `stdin_limit`)
 
 
+STDIN_NOTICE = "agi: waiting for standard input (--no-stdin skips it)\n"
+STDIN_PATIENCE = 3.0  # seconds of silence on a piped stdin before agi says it is waiting
+
+
+def notice_if_silent(stream: Any, seconds: float = STDIN_PATIENCE) -> None:
+    """A pipe on stdin that brings no byte (nor its end) within `seconds`: say once on stderr
+    that agi is waiting for it, then go on waiting (docs: volume). A file, a terminal or
+    a stream without a descriptor is read at once."""
+    import select
+    import stat
+
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):
+        return
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return
+    ready, _, _ = select.select([fd], [], [], seconds)
+    if not ready:
+        sys.stderr.write(STDIN_NOTICE)
+        sys.stderr.flush()
+
+
 def read_stdin(stream: Any, limit: int | None = None) -> bytes:
     """stdin whole, but never more than `limit` bytes (default 10 MB): beyond it a usage
     error naming the limit. The caller's --timeout alarm interrupts a read that waits."""

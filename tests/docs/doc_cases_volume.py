@@ -4,6 +4,9 @@ ephemeral run) and how many model calls it made."""
 from __future__ import annotations
 
 import json
+import os
+import time
+from pathlib import Path
 
 from doc_cases import files, ok
 from docblocks import Case, Ran
@@ -31,6 +34,23 @@ def one_call(r: Ran) -> None:
     assert agi_home(r) == []
 
 
+def listed(r: Ran) -> None:
+    """An old session (made by the prelude, then aged) is listed and left in place."""
+    ok(r)
+    (session,) = r.stdout.splitlines()
+    assert (Path(session) / "meta.json").exists()
+
+
+def aged_session(work: Path, home: Path) -> None:
+    """A session under AGI_HOME last used 40 days ago."""
+    session = work.parent / "agi-home" / "sessions" / "20200101-000000-old"
+    session.mkdir(parents=True)
+    (session / "meta.json").write_text('{"agi_session": 1}\n')
+    then = time.time() - 40 * 86400
+    for p in (session / "meta.json", session):
+        os.utime(p, (then, then))
+
+
 def volume() -> dict[str, Case]:
     page = "docs/guides/volume.md: "
     return {
@@ -40,4 +60,5 @@ def volume() -> dict[str, Case]:
         page + "agi --ephemeral --no-tools --schema 'kind: enum(sales|support|spam)' < mail.txt": (
             Case(setup=MAIL, check=one_call)
         ),
+        page + "agi --prune 30d --dry-run": Case(setup=aged_session, check=listed),
     }

@@ -27,6 +27,10 @@ def read_prompt(args: argparse.Namespace, limit: int | None = None) -> str:
     stdin = sys.stdin
     piped = ""
     if not args.no_stdin and stdin is not None and not stdin.isatty():
+        if prompt:  # a supervisor may leave stdin open: say so after a silence (docs: volume)
+            from agi.process import notice_if_silent
+
+            notice_if_silent(stdin.buffer)
         piped = from_bytes(read_stdin(stdin.buffer, limit))
     if prompt and piped.strip():
         return f"{prompt}\n\n<stdin>\n{piped.rstrip()}\n</stdin>"
