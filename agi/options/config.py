@@ -148,10 +148,10 @@ class ModelConfig:
     idle_timeout: float = 300.0
     max_tokens: int | None = None  # the Messages API requires one; else a per-model default
     key_env: str | None = None  # the variable the key comes from (agi.providers.endpoint)
-
-    @property
     api: str | None = None  # "responses" or "chat": the wire protocol (docs: responses)
     service_tier: str | None = None  # OpenAI's processing tier (docs: responses)
+
+    @property
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
 
