@@ -40,6 +40,13 @@ class AnthropicBatches:
         # --schema: the forced `answer` tool, as a live run asks (agi.providers.anthropic)
         params = self.wire.body(messages_for(settings, prompt), [], **schema_format(settings))
         params.pop("stream", None)  # a batch's requests are answered whole
+        for turn in params["messages"]:  # a job's own prompt is asked once: not worth a cache
+            # write; the breakpoints on the system prompt and the tools (the prefix every job of
+            # the batch shares) stay
+            turn["content"] = [
+                {k: v for k, v in block.items() if k != "cache_control"}
+                for block in turn["content"]
+            ]
         return {"custom_id": custom_id, "params": params}
 
     def size(self, item: dict[str, Any]) -> int:

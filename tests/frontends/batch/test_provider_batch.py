@@ -214,6 +214,9 @@ def test_anthropic_message_batches(env: dict[str, str], tmp_path: Path) -> None:
         assert "stream" not in params
         assert params["tool_choice"] == {"type": "tool", "name": "answer"}
         assert [t["name"] for t in params["tools"]] == ["answer"]
+        # the shared prefix is cached once; a job's own prompt is not written to the cache
+        assert params["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert all("cache_control" not in b for m in params["messages"] for b in m["content"])
     assert all(h.get("x-api-key") == KEY for h in server.headers)
     assert all(h.get("anthropic-version") for h in server.headers)
     assert ("GET", f"/v1/messages/batches/{next(iter(server.batches))}/results") in server.log
