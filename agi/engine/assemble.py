@@ -158,6 +158,10 @@ def make_guard(
     from agi.policy.permissions import Permissions
 
     permissions = settings.permissions or Permissions()
+    if ctx.depth == 0:  # rules name real tools (docs: permissions): a usage error otherwise
+        from agi.policy.permissions import check_run
+
+        _warn_all(ctx, check_run(permissions.rules, list(ctx.tools or []), settings.agents))
     if ctx.mode is not None:
         permissions = Permissions(permissions.rules, ctx.mode)
     read_only = {t.name for t in tools if getattr(t, "read_only", False)}

@@ -26,16 +26,22 @@ class AskRequest:
     """One question: may this call run?
 
     `reason` says why it asks (`rule "Bash(rm:*)" (settings.json) asks`, `permission mode
-    acceptEdits`, `a PreToolUse hook asks: ...`); `suggestion` is the rule an `allow_always`
-    (or `reject_always`) answer adds for the rest of the session, written as Claude Code writes
-    it (`Bash(git commit:*)`, `Write`)."""
+    acceptEdits`, `a PreToolUse hook asks: ...`); `suggestions` are the rules an
+    `allow_always` (or `reject_always`) answer adds for the rest of the session, written as
+    Claude Code writes them (`Bash(git commit:*)`, `Write`), `suggestion` the first ("" and
+    no "always" choice when there is none)."""
 
     call_id: str
     tool: str
     input: dict[str, Any]
     reason: str
     suggestion: str
+    suggestions: list[str] = field(default_factory=list)  # every rule; none: no "always"
     extra: dict[str, Any] = field(default_factory=dict)  # front-end data (ACP: the toolCall)
+
+    def __post_init__(self) -> None:
+        if not self.suggestions and self.suggestion:
+            self.suggestions = [self.suggestion]
 
     def shown(self) -> str:
         """The call in one line, for a question on the terminal."""

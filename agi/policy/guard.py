@@ -18,14 +18,22 @@ front end's `ask` callback (agi.policy.asking) puts the question; None (no one t
 from __future__ import annotations
 
 import os
-import shlex
+import re
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
 from agi.policy.asking import AskRequest, TerminalAsk, terminal_ask
-from agi.policy.permissions import MODES, Permissions, Rule, decide, parse_rule
+from agi.policy.permissions import (
+    MODES,
+    Permissions,
+    Rule,
+    bash_writes,
+    decide,
+    parse_rule,
+    terminal_lines,
+)
 
 if TYPE_CHECKING:
     from agi.engine.seams import Ask, HookEvents, Tool
@@ -41,26 +49,82 @@ SUBCOMMANDS = frozenset(
     | {"terraform", "uv", "yarn"}
 )
 LEARNED = "this session"
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # a command name a rule may carry
+SUBCOMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+# options before the subcommand that take a value (`git -C DIR log`, `kubectl -n NS get`)
+GLOBAL_VALUED: dict[str, frozenset[str]] = {
+    name: frozenset(options.split())
+    for name, options in (
+        ("git", "-c -C --git-dir --work-tree --namespace --super-prefix --config-env --exec-path"),
+        ("docker", "-H --host -c --context --config -l --log-level --tlscacert --tlscert --tlskey"),
+        ("podman", "-c --connection --url --root --runroot --storage-driver --log-level"),
+        ("kubectl", "-n --namespace --context --kubeconfig -s --server --cluster --user --token "
+         "--as -v"),
+        ("helm", "-n --namespace --kube-context --kubeconfig"),
+        ("cargo", "-C --config -Z --color"),
+        ("npm", "--prefix -w --workspace"),
+        ("pnpm", "-C --dir --filter -F"),
+        ("yarn", "--cwd"),
+        ("systemctl", "-H --host -M --machine -t --type -p --property --state -n --lines -o "
+         "--output"),
+        ("go", "-C"),
+        ("apt", "-o -c -t"),
+        ("apt-get", "-o -c -t"),
+        ("pip", "--python --log --proxy --cache-dir"),
+        ("pip3", "--python --log --proxy --cache-dir"),
+        ("conda", "-n --name -p --prefix"),
+        ("gh", "-R --repo"),
+        ("uv", "--directory --project --python --cache-dir --config-file"),
+        ("bun", "--cwd"),
+        ("poetry", "-C --directory -P --project"),
+    )
+}  # fmt: skip
+
+
+def suggest_rules(tool: str, input: dict[str, Any]) -> list[str]:
+    """The rules an "always" answer adds, as Claude Code writes them (docs: acp): for Bash one
+    `Bash(NAME:*)` per command of the line, with the subcommand for commands that have one
+    (`Bash(git commit:*)`, global options before it skipped: `git -C d log` gives `Bash(git
+    log:*)`); the tool's name for other tools. None (no "always" choice) when a command's name
+    is not a plain word, the line is more than simple commands (`(echo one)`, `[ -d . ]`, loops,
+    substitutions), or a subcommand cannot be told: never the bare `Bash`."""
+    if tool != "Bash":
+        return [tool]
+    from agi.policy.bash.parse import simple_commands
+
+    commands = simple_commands(input.get("command"))
+    if not commands:
+        return []
+    rules: list[str] = []
+    for words in commands:
+        name = words[0]
+        if not PLAIN_NAME.fullmatch(name):
+            return []
+        rule = f"Bash({name}:*)"
+        if name in SUBCOMMANDS:
+            sub = _subcommand(name, list(words[1:]))
+            if sub is None:
+                return []
+            rule = f"Bash({name} {sub}:*)"
+        if rule not in rules:
+            rules.append(rule)
+    return rules
 
 
 def suggest_rule(tool: str, input: dict[str, Any]) -> str:
-    """The rule an "always" answer adds, as Claude Code writes it: `Bash(NAME:*)`, with the
-    subcommand for commands that have one (`Bash(git commit:*)`); the tool's name otherwise."""
-    command = input.get("command")
-    if tool != "Bash" or not isinstance(command, str):
-        return tool
-    try:
-        words = shlex.split(command, comments=True)
-    except ValueError:
-        words = command.split()
-    while words and "=" in words[0] and not words[0].startswith("="):
-        words.pop(0)  # FOO=bar git push: the command is git
-    if not words or not all(c.isalnum() or c in "._/-+" for c in words[0]):
-        return "Bash"
-    name = words[0]
-    if name in SUBCOMMANDS and len(words) > 1 and words[1][:1].isalnum():
-        return f"Bash({name} {words[1]}:*)"
-    return f"Bash({name}:*)"
+    """The first rule an "always" answer adds ("" when it adds none)."""
+    rules = suggest_rules(tool, input)
+    return rules[0] if rules else ""
+
+
+def _subcommand(name: str, words: list[str]) -> str | None:
+    valued = GLOBAL_VALUED.get(name, frozenset())
+    at = 0
+    while at < len(words) and words[at].startswith(("-", "+")):
+        at += 2 if words[at] in valued else 1
+    if at < len(words) and SUBCOMMAND.fullmatch(words[at]):
+        return words[at]
+    return None
 
 
 class Guard:
@@ -138,6 +202,8 @@ class Guard:
         permissions = Permissions(rules, self.mode)
         decision = decide(permissions, name, input, cwd, names)
         denial = self._verdict(decision, call_id, name, input, cwd, approved)
+        if denial is None and name in ("Bash", "Terminal"):
+            denial = self._writes(decision, call_id, name, input, cwd, names, approved, rules)
         if self.trace is not None and (decision.rule is not None or denial is not None):
             record: dict[str, Any] = {"type": "permission", "id": call_id, "tool": name}
             record.update(decision=decision.verdict, mode=self.mode, denied=denial is not None)
@@ -185,6 +251,73 @@ class Guard:
             return "Error: denied: no permission rule allows this call (permission mode dontAsk)"
         return None
 
+    def _writes(
+        self,
+        decision: Decision,
+        call_id: str,
+        name: str,
+        input: dict[str, Any],
+        cwd: str,
+        names: set[str] | None,
+        hook: bool | str,
+        rules: list[Rule],
+    ) -> str | None:
+        """The files a command writes (redirections, writing options) judged as writes
+        (docs: permissions): Write/Edit deny and ask rules hold; what no rule decides is left
+        to the mode: dontAsk denies it, acceptEdits asks outside the working directory. A call
+        a person or a hook approved, or one the bare `Bash` rule allows, is not asked again."""
+        if name == "Bash":
+            line, stateful = input.get("command"), False
+        else:
+            line, stateful = terminal_lines(input, names), input.get("action") == "send"
+        targets = bash_writes(line, stateful)
+        if not targets:
+            return None
+        rule = decision.rule
+        bare = decision.verdict == "allow" and rule is not None and rule.specifier is None
+        asked = isinstance(hook, str) or (
+            hook is not True
+            and decision.verdict != "allow"
+            and (decision.verdict == "ask" or self._mode_asks(name, input, cwd))
+        )
+        settled = bare or asked or hook is True  # nothing more to ask about
+        writing = Permissions([r for r in rules if r.tool in ("Write", "Edit")], self.mode)
+        for target in targets:
+            shown = target if target is not None else "a file whose name agi cannot know"
+            if target is None:
+                found = next((r for r in writing.rules if r.kind in ("deny", "ask")), None)
+                verdict = found.kind if found is not None else "none"
+            else:
+                judged = decide(writing, "Write", {"file_path": target}, cwd)
+                verdict, found = judged.verdict, judged.rule
+            if verdict == "deny" and found is not None:
+                return (
+                    f"Error: denied by permission rule {found.where} (the command writes {shown})"
+                )
+            if verdict == "allow" or settled and verdict != "ask" or hook is True:
+                continue
+            if verdict == "ask" and found is not None:
+                why = f"rule {found.where} asks for approval of writing {shown}"
+            elif self.mode == "dontAsk":
+                return (
+                    f"Error: denied: no permission rule allows writing {shown} "
+                    "(permission mode dontAsk)"
+                )
+            elif not self._write_asks(target, cwd):
+                continue
+            else:
+                why = f"permission mode {self.mode} asks for approval of writing {shown}"
+            denial = self._ask(call_id, name, input, why, cwd, suggestions=[])
+            if denial is not None:
+                return denial
+        return None
+
+    def _write_asks(self, target: str | None, cwd: str) -> bool:
+        """Whether the mode asks about a write no rule decided (None: a file not known)."""
+        if target is None:
+            return self.mode == "acceptEdits" or self.mode == "default" and self.default_asks
+        return self._mode_asks("Write", {"file_path": target}, cwd)
+
     def _mode_asks(self, name: str, input: dict[str, Any], cwd: str) -> bool:
         """Whether the mode asks about a call no rule decided."""
         if self.mode in ("bypassPermissions", "dontAsk", "plan") or not self.changes(name):
@@ -209,12 +342,20 @@ class Guard:
         return False
 
     def _ask(
-        self, call_id: str, name: str, input: dict[str, Any], why: str, cwd: str
+        self,
+        call_id: str,
+        name: str,
+        input: dict[str, Any],
+        why: str,
+        cwd: str,
+        suggestions: list[str] | None = None,
     ) -> str | None:
         """Put the question: PermissionRequest hooks, then a person through `ask`. A hook's
         allow may rewrite the call (`updatedInput`): `input` is changed in place, so the call
-        runs with it, and deny rules are judged again on it."""
-        request = AskRequest(call_id, name, input, why, suggest_rule(name, input))
+        runs with it, and deny rules are judged again on it. `suggestions`: the rules an
+        "always" answer adds (by default suggest_rules'; none: no "always" choice)."""
+        rules = suggest_rules(name, input) if suggestions is None else suggestions
+        request = AskRequest(call_id, name, input, why, rules[0] if rules else "", list(rules))
         if self.hooks is not None:
             verdict, message, new_input = self.hooks.permission_request(request)
             if verdict == "deny":
@@ -229,7 +370,8 @@ class Guard:
             return f"Error: denied: {why} and no one is at the terminal"
         if answer in ("allow_always", "reject_always"):
             kind = "allow" if answer == "allow_always" else "deny"
-            self.learn(parse_rule(request.suggestion, kind, LEARNED, os.getcwd()))
+            for text in request.suggestions:  # none: the answer holds for this call only
+                self.learn(parse_rule(text, kind, LEARNED, os.getcwd()))
         if answer in ("allow_once", "allow_always"):
             return None
         return f"Error: denied: {why} and the user said no"

@@ -91,6 +91,80 @@ def notes(permissions: Permissions) -> list[str]:
     ]
 
 
+# tools a rule may name without this run offering them: agi's own and Claude Code's (a
+# settings file written for Claude Code names them)
+KNOWN_TOOLS = frozenset(
+    {"Bash", "Read", "Write", "Edit", "TempDir", "Terminal", "calculate", "Task", "Skill"}
+    | {"SlashCommand", "Glob", "Grep", "WebFetch", "WebSearch", "BashOutput", "KillShell"}
+    | {"KillBash", "LS", "MultiEdit", "NotebookEdit", "NotebookRead", "TodoWrite", "TodoRead"}
+    | {"ExitPlanMode", "Agent", "ListMcpResourcesTool", "ReadMcpResourceTool"}
+)
+
+
+def check_tools(
+    rules: list[Rule],
+    tools: set[str] | frozenset[str] = frozenset(),
+    servers: dict[str, set[str]] | None = None,
+) -> list[str]:
+    """Rules name real tools (docs: permissions): a tool name agi does not know (`bash(rm:*)`,
+    `Bsh(rm:*)`) is a usage error naming the rule, where it came from and the closest known
+    name. `tools`: more names this run offers (users' tools); `servers`: the MCP servers
+    whose tools are known, by name. An `mcp__` rule on a server whose tools are not known is
+    kept, with a warning (returned)."""
+    import difflib
+
+    known = KNOWN_TOOLS | set(tools)
+    warnings = []
+    for rule in rules:
+        tool = rule.tool
+        where = f"--{rule.kind}" if rule.source == COMMAND_LINE else rule.source
+        if tool.startswith("mcp__"):
+            server, _, name = tool[5:].partition("__")
+            listed = (servers or {}).get(server)
+            if "*" in tool or listed is not None and (not name or name in listed):
+                continue
+            if listed is not None:
+                close = difflib.get_close_matches(name, sorted(listed), 1, 0.5)
+                hint = f"; did you mean mcp__{server}__{close[0]}?" if close else ""
+                raise UsageError(
+                    f"permission rule {rule.text!r} ({where}): MCP server {server!r} has no "
+                    f"tool {name!r}{hint}"
+                )
+            warnings.append(
+                f"permission rule {rule.text!r} ({where}): the tools of MCP server {server!r} "
+                "are not known; the rule is kept as written"
+            )
+            continue
+        if tool in known:
+            continue
+        by_case = [k for k in sorted(known) if k.lower() == tool.lower()]
+        close = by_case or difflib.get_close_matches(tool, sorted(known), 1, 0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(
+            f"permission rule {rule.text!r} ({where}) names no tool agi knows: {tool!r}{hint}"
+        )
+    return warnings
+
+
+def check_run(rules: list[Rule], tools: list[Any], agents: list[Any] = ()) -> list[str]:  # type: ignore[assignment]
+    """check_tools for a run: `tools` the run's tool objects (users' tools and MCP servers'
+    ones named), `agents` its subagent files, whose `tools` and `disallowedTools` name tools
+    as rules do. Returns the warnings."""
+    names = {str(t.name) for t in tools}
+    servers: dict[str, set[str]] = {}
+    for t in tools:
+        if str(t.name).startswith("mcp__"):
+            server, _, name = str(t.name)[5:].partition("__")
+            servers.setdefault(server, set()).add(name)
+    listed = list(rules)
+    for agent in agents:
+        for text in [*(agent.tools or []), *(agent.disallowed or [])]:
+            if text.strip() == "*":
+                continue
+            listed.append(parse_rule(text, "allow", f"agent file {agent.path or agent.name}", "."))
+    return check_tools(listed, names | {"Task"}, servers)
+
+
 # --- matching ----------------------------------------------------------------------------------
 
 
@@ -270,22 +344,69 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
             for rule in rules:
                 if rule.kind == kind and rule_matches(rule, replace(call, part=part), False):
                     return Decision(kind, rule)
-    if parts is None:  # what the parser cannot read matches no allow rule, and no deny rule
-        for kind in ("deny", "ask"):  # can be shown to stay clear of it: the strictest decides
+    allows = [r for r in rules if r.kind == "allow"]
+    dark = [] if parts is None else [p for p in parts if p.opaque and not _vouched(p, allows, call)]
+    if parts is None or dark:  # what the parser cannot read, or a program that runs code no
+        # rule sees (docs: permissions), matches no allow rule, and no deny rule can be shown
+        # to stay clear of it: the strictest decides
+        for kind in ("deny", "ask"):
             strict = next((r for r in rules if r.kind == kind and r.specifier is not None), None)
             if strict is not None:
                 return Decision(kind, strict)
         return Decision("none")
-    allows = [r for r in rules if r.kind == "allow"]
     first: Rule | None = None
     for part in parts or [whole]:
         if part.transparent:  # `time CMD`: CMD is judged on its own
             continue
-        found = next((r for r in allows if rule_matches(r, replace(call, part=part), True)), None)
+        found = next(
+            (
+                r
+                for r in allows
+                if rule_matches(r, replace(call, part=part), True)
+                and (part.opaque is None or _vouched(part, [r], call))
+            ),
+            None,
+        )
         if found is None:
             return Decision("none")
         first = first or found
     return Decision("allow", first)
+
+
+def _vouched(part: Any, allows: list[Rule], call: Call) -> bool:
+    """Whether an allow rule names an opaque command's program with the option that makes it
+    opaque (`Bash(python3 -c:*)`), or is the exact command (code inside a script)."""
+    from agi.policy.bash.programs import vouches
+
+    return any(
+        r.specifier is not None
+        and vouches(r.specifier, part.opaque)
+        and rule_matches(r, replace(call, part=part), True)
+        for r in allows
+    )
+
+
+MOVES = frozenset({"cd", "pushd", "popd"})  # after them a relative path is not the call's
+
+
+def bash_writes(command: Any, stateful: bool = False) -> list[str | None]:
+    """The files a Bash line writes through redirections and writing options (`> F`,
+    `git log --output=F`), as absolute-or-relative paths; None for one agi cannot know (a
+    name of unknown value, a relative name after `cd`, or in a terminal's running shell)."""
+    from agi.policy.bash.parse import split
+
+    if not isinstance(command, str):
+        return []
+    parts = split(command, stateful) or []
+    moved = stateful or any(p.words and p.words[0] in MOVES for p in parts)
+    found: list[str | None] = []
+    for part in parts:
+        for target in part.writes:
+            if target is not None and moved and not target.startswith(("/", "~")):
+                target = None
+            if target not in found:
+                found.append(target)
+    return found
 
 
 # The check at the toolbox (modes, asking a person) is agi.policy.guard.

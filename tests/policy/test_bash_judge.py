@@ -218,7 +218,7 @@ FORMS = [
     (NO, "bash x.sh"),
     (NO, "env echo x"),
     (NO, "echo a | xargs echo"),
-    (NO, "python3 -c 'print(1)'"),
+    (RM, "python3 -c 'print(1)'"),  # code in an argument: opaque (docs: permissions)
     (NO, "eval echo hi"),
     (NO, "bash -c 'echo hi'"),
     (NO, "bash"),  # reads the caller's stdin (empty for the Bash tool; typed lines are judged)

@@ -173,23 +173,21 @@ class Lifecycle:
         guard here, for the rest of the session."""
         if not self.hooks.has("PermissionRequest"):
             return None, "", None
-        rule = request.suggestion
-        tool, _, content = rule.partition("(")
-        suggestion: dict[str, Any] = {"toolName": tool}
-        if content:
-            suggestion["ruleContent"] = content[:-1]
+        suggested: list[dict[str, Any]] = []
+        for rule in request.suggestions:  # none when no "always" rule fits the call
+            tool, _, content = rule.partition("(")
+            suggestion: dict[str, Any] = {"toolName": tool}
+            if content:
+                suggestion["ruleContent"] = content[:-1]
+            suggested.append(suggestion)
+        offers = [
+            {"type": "addRules", "rules": suggested, "behavior": "allow", "destination": "session"}
+        ]
         outcome = self.fire(
             "PermissionRequest",
             tool_name=request.tool,
             tool_input=request.input,
-            permission_suggestions=[
-                {
-                    "type": "addRules",
-                    "rules": [suggestion],
-                    "behavior": "allow",
-                    "destination": "session",
-                }
-            ],
+            permission_suggestions=offers if suggested else [],
         )
         if outcome.blocked or outcome.permission == "deny":
             return "deny", outcome.reason, None

@@ -124,6 +124,14 @@ class SessionRules:
             os.replace(tmp, self.file)
 
 
+def options(request: Any) -> list[dict[str, str]]:
+    """The answers offered: "always" ones only when the call has rules to add (a line whose
+    command names are not plain words has none; docs: acp)."""
+    if getattr(request, "suggestions", None):
+        return OPTIONS
+    return [o for o in OPTIONS if not o["optionId"].endswith("_always")]
+
+
 class EditorAsk:
     """The Guard's `ask` callback (agi.policy.asking): `session/request_permission`."""
 
@@ -137,20 +145,23 @@ class EditorAsk:
         session = self.session
         tool_call = session.announce(request.call_id, request.tool, request.input)
         call = session.bridge.conn.request_permission(
-            session_id=session.id, tool_call=tool_call, options=OPTIONS
+            session_id=session.id, tool_call=tool_call, options=options(request)
         )
         answer = self.answer(call)
         if answer not in ("allow_once", "allow_always"):
             session.rejected.add(request.call_id)
         if answer is None:
             return None
+        if answer in ("allow_always", "reject_always") and not request.suggestions:
+            return "allow_once" if answer == "allow_always" else "reject_once"  # not offered
         if answer in ("allow_always", "reject_always"):
             from agi.policy.guard import LEARNED
             from agi.policy.permissions import parse_rule
 
-            session.rules.add(answer, request.suggestion)
             kind = "allow" if answer == "allow_always" else "deny"
-            session.learned.append(parse_rule(request.suggestion, kind, LEARNED, session.cwd))
+            for rule in request.suggestions:  # one per command of the line
+                session.rules.add(answer, rule)
+                session.learned.append(parse_rule(rule, kind, LEARNED, session.cwd))
         return str(answer)
 
     def answer(self, call: Any) -> str | None:

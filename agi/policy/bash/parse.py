@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from agi.policy.bash.programs import Opaque, Opaqued, opaque, writes
 from agi.policy.bash.words import Unreducible, Word, check_node, integer_names, word
 from agi.policy.bash.wrappers import RESERVED, inner, need, program
 
@@ -50,6 +51,9 @@ class Part:
     words: tuple[str, ...] = ()
     assigns: tuple[str, ...] = ()
     transparent: bool = False  # `time`, `nohup`, …: allowed when what it runs is
+    opaque: Opaque | None = None  # it runs code no rule sees (`python3 -c`, `sed 1e…`)
+    writes: tuple[str | None, ...] = ()  # files it writes (redirections, `--output=F`)
+    redirects: bool = False  # only the redirections of a line (no command of its own)
 
     def forms(self, strict: bool) -> set[str]:
         """The texts a rule may match: allow rules (`strict`) see the command with its
@@ -128,6 +132,7 @@ def _split_one(command: str, depth: int, stateful: bool) -> list[Part] | None:
     # amid the caller's traps and functions, a terminal's amid earlier lines')
     known = integer_names(tree.root_node, source) if depth == 0 and not stateful else set()
     parts: list[Part] = []
+    targets: list[str | None] = []
     try:
         for node in nodes:
             check_node(node, source, known)
@@ -135,9 +140,34 @@ def _split_one(command: str, depth: int, stateful: bool) -> list[Part] | None:
                 parts += _command(node, source, depth)
             elif node.type == "variable_assignment" and _bare_exported(node, source):
                 parts.append(Part(_slice(source, node.start_byte, node.end_byte), ""))
+            elif node.type == "file_redirect":
+                targets += _target(node, source)
     except (Unreducible, RecursionError):
         return None
+    if targets:  # the files the line's redirections write, judged as writes
+        parts.append(Part("", "", transparent=True, writes=tuple(targets), redirects=True))
     return parts
+
+
+WRITING_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
+QUIET_TARGETS = re.compile(r"/dev/(null|stdout|stderr|tty|fd/[0-9]+)|-|[0-9]+-?")
+
+
+def _target(node: Any, source: bytes) -> list[str | None]:
+    """The file a redirection writes (`> F`, `>> F`, `&> F`, `>| F`, `>&F`); none for reads,
+    descriptor copies (`2>&1`) and /dev/null; None for a name of unknown value."""
+    operators = [c.type for c in node.children if not c.is_named]
+    if not WRITING_REDIRECTS.intersection(operators):
+        return []
+    words = [c for c in node.children if c.type in WORDS]
+    if not words:
+        return []
+    found = word(words[0], source)
+    if found.value is None or not found.plain:
+        return [None]
+    if QUIET_TARGETS.fullmatch(found.value) or ">&" in operators and found.value.isdigit():
+        return []
+    return [found.value]
 
 
 def _bare_exported(node: Any, source: bytes) -> bool:
@@ -163,9 +193,16 @@ def _command(node: Any, source: bytes, depth: int) -> list[Part]:
     words = [word(first, source), *(word(c, source) for c in named[1:])]
     _name(words[0])
     shown = tuple(w.shown for w in words)
-    inside = _inner(words, depth, _fed(node))
+    fed = _fed(node)
+    try:
+        inside = _inner(words, depth, fed)
+        dark = opaque(program(shown[0]), words[1:], fed)
+    except Opaqued as e:  # a wrapper that runs what no rule sees (`ssh -o ProxyCommand=…`)
+        inside, dark = [], e.found
     clear = bool(inside) and program(shown[0]) in TRANSPARENT
-    return [replace(part, words=shown, assigns=tuple(assigns), transparent=clear), *inside]
+    found = tuple(writes(program(shown[0]), words[1:]))
+    part = replace(part, words=shown, assigns=tuple(assigns), transparent=clear)
+    return [replace(part, opaque=dark, writes=found), *inside]
 
 
 def _name(first: Word) -> None:
@@ -199,7 +236,10 @@ def _inner(words: list[Word], depth: int, fed: bool = True) -> list[Part]:
         text = " ".join(shown)
         inside = _inner(argv, depth + 1)
         clear = bool(inside) and program(shown[0]) in TRANSPARENT
-        parts += [Part(text, text, shown, transparent=clear), *inside]
+        dark = opaque(program(shown[0]), argv[1:], True)
+        wrote = tuple(writes(program(shown[0]), argv[1:]))
+        part = Part(text, text, shown, transparent=clear, opaque=dark, writes=wrote)
+        parts += [part, *inside]
     for line in lines:
         found = _split(line, depth + 1)
         if found is None:
@@ -312,3 +352,36 @@ def _part(node: Any, source: bytes) -> Part:
 
 def _slice(source: bytes, start: int, end: int) -> str:
     return source[start:end].decode("utf-8", "surrogatepass").strip()
+
+
+STRUCTURES = frozenset(  # what makes a line more than simple commands (no "always" rule)
+    {"subshell", "compound_statement", "command_substitution", "process_substitution"}
+    | {"function_definition", "if_statement", "while_statement", "for_statement"}
+    | {"c_style_for_statement", "case_statement", "test_command", "negated_command"}
+    | {"arithmetic_expansion", "declaration_command", "unset_command", "select_statement"}
+)
+
+
+def simple_commands(command: Any) -> list[tuple[str, ...]] | None:
+    """The words of each command a line of simple commands runs (joined by `&&`, `||`, `;`,
+    `|`, newlines; wrapped commands included), for "always" rules; None for anything more
+    (subshells, groups, tests, loops, substitutions, bare assignments) or unreadable."""
+    if not isinstance(command, str) or not command.strip():
+        return None
+    parts = split(command)
+    if parts is None:
+        return None
+    stack = [_parser().parse(command.encode("utf-8", "surrogatepass")).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in STRUCTURES:
+            return None
+        stack.extend(node.children)
+    found = []
+    for part in parts:
+        if part.redirects:
+            continue
+        if not part.words:
+            return None
+        found.append(part.words)
+    return found or None

@@ -117,6 +117,66 @@ RUNNERS = (
     | OPAQUE
 )
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# why each program above is followed (the permissions page lists them; docs: permissions)
+WHY: dict[str, str] = {
+    "time": "times the command it runs",
+    "nohup": "runs a command immune to hangups",
+    "builtin": "runs a builtin by name",
+    "coproc": "runs a command as a coprocess",
+    "busybox": "runs the applet named first",
+    "nice": "runs a command at another priority",
+    "exec": "replaces the shell with a command",
+    "command": "runs a command, skipping functions",
+    "setsid": "runs a command in a new session",
+    "stdbuf": "runs a command with other buffering",
+    "timeout": "runs a command with a time limit",
+    "env": "runs a command in a changed environment",
+    "sudo": "runs a command as another user",
+    "doas": "runs a command as another user",
+    "ionice": "runs a command at another I/O priority",
+    "xargs": "runs a command with arguments from its input",
+    "chroot": "runs a command in another root",
+    "taskset": "runs a command on chosen CPUs",
+    "strace": "traces the command it runs",
+    "ltrace": "traces the command it runs",
+    "unshare": "runs a command in new namespaces",
+    "nsenter": "runs a command in other namespaces",
+    "setpriv": "runs a command with other privileges",
+    "prlimit": "runs a command with other limits",
+    "chrt": "runs a command with another scheduling policy",
+    "numactl": "runs a command on chosen nodes",
+    "fakeroot": "runs a command as a pretend root",
+    "faketime": "runs a command at another time",
+    "unbuffer": "runs a command in a pseudo-terminal",
+    "rlwrap": "runs a command with line editing",
+    "firejail": "runs a command in a sandbox",
+    "pkexec": "runs a command as another user",
+    "dbus-run-session": "runs a command with a session bus",
+    "xvfb-run": "runs a command with a virtual display",
+    "valgrind": "runs a command under a checker",
+    "catchsegv": "runs a command, reporting crashes",
+    "nocache": "runs a command bypassing the page cache",
+    "torsocks": "runs a command through Tor",
+    "proxychains": "runs a command through proxies",
+    "proxychains4": "runs a command through proxies",
+    "cgexec": "runs a command in a control group",
+    "su": "`-c LINE` runs a shell line as another user",
+    "runuser": "`-c LINE` or `-u USER CMD` runs a command",
+    "script": "`-c LINE` runs a shell line, recording it",
+    "flock": "runs a command or `-c LINE` holding a lock",
+    "sg": "runs a shell line with another group",
+    "eval": "runs its arguments as a shell line",
+    "trap": "runs a shell line on a signal",
+    "watch": "runs a shell line again and again",
+    "find": "`-exec`, `-execdir`, `-ok`, `-okdir` run a command per file",
+    "source": "runs a file's commands in this shell",
+    ".": "runs a file's commands in this shell",
+    **{
+        shell: "`-c LINE` runs a shell line; with no script it reads commands from its input"
+        for shell in sorted(SHELLS)
+    },
+    **{name: "runs commands in ways not followed here (unreducible)" for name in sorted(OPAQUE)},
+}
 SAFE_SHOPTS = frozenset(
     {"globstar", "nullglob", "dotglob", "extglob", "failglob", "nocaseglob", "nocasematch"}
     | {"lastpipe", "globasciiranges", "checkwinsize", "histappend", "inherit_errexit"}
@@ -161,6 +221,11 @@ def inner(words: list[Word], fed: bool = True) -> tuple[list[list[Word]], list[s
         return _find(args), []
     if name in OPAQUE:
         raise Unreducible
+    from agi.policy.bash.programs import unwrap
+
+    found = unwrap(name, args)  # setarch, chronic, uv run, docker exec, ssh HOST CMD, …
+    if found is not None:
+        return found
     _builtin(name, args)
     return [], []
 
