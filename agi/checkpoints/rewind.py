@@ -249,8 +249,15 @@ def _plan_directory(
             continue
         changes.append(c)
     made = sorted({*now.skipped, *now.withheld} - set(unkept) - before)
-    # created since and hidden by an ignore rule written since: the checkpoint's rules count
-    hidden = shadow.hidden(first.tree, first.excludes, first.time)
+    with shadow.rules(first.tree, first.excludes) as ignored:
+        # what the checkpoint's rules ignore was not in it for that reason, not because the
+        # turn made it (a turn that removed the rule): left as it is, as ignored files are
+        created = [c.path for c in changes if c.status == "A"] + made
+        then_ignored = ignored(created)
+        changes = [c for c in changes if c.status != "A" or c.path not in then_ignored]
+        made = [p for p in made if p not in then_ignored]
+        # created since and hidden by an ignore rule written since: the checkpoint's rules
+        hidden = shadow.hidden(ignored, first.time)
     made += [p for p in hidden if p not in before and p not in unkept and p not in made]
     changes += [Change("A", p, "000000", EMPTY_BLOB) for p in made]
     plan.groups.append((shadow, first.tree, changes))

@@ -370,38 +370,43 @@ class Shadow:
                 found.append(Change(status[0], os.fsdecode(path), mode, sha, now_mode))
         return found
 
-    def hidden(self, tree: str, excludes: str | None, since: float) -> list[str]:
-        """Files the work tree holds now that the ignore rules of checkpoint `tree` (its
-        `.gitignore` files, and `excludes`: the project's own rules then) do not ignore but
-        today's rules do: a turn wrote a rule over files it made. Only files changed after
-        `since` (the turn's start) count: what was there before is never taken for the turn's.
-        Nested repositories are left alone."""
+    @contextlib.contextmanager
+    def rules(self, tree: str, excludes: str | None) -> Iterator[Callable[[list[str]], set[str]]]:
+        """The ignore rules of checkpoint `tree` (its `.gitignore` files, and `excludes`: the
+        project's own rules then), as a function saying which of some paths they ignore; in a
+        temporary directory, removed after."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="agi-rules-") as folder:
+            yield self._rules(folder, tree, excludes)
+
+    def hidden(self, ignored: Callable[[list[str]], set[str]], since: float) -> list[str]:
+        """Files the work tree holds now that the checkpoint's rules (`ignored`, from `rules`)
+        do not ignore but today's rules do: a turn wrote a rule over files it made. Only files
+        changed after `since` (the turn's start) count: what was there before is never taken
+        for the turn's. Nested repositories are left alone."""
         args = ["ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory", "--", "."]
         out = self.git([*args, *(f":(exclude,literal){p}" for p in self.keep_out)])
         entries = [os.fsdecode(p) for p in out.split(b"\0") if p]
         if not entries:
             return []
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="agi-rules-") as rules:
-            ignored = self._rules(rules, tree, excludes)
-            files: list[str] = []
-            before = ignored(entries)
-            for entry in (e for e in entries if e not in before):
-                if not entry.endswith("/"):
-                    files.append(entry)
+        files: list[str] = []
+        before = ignored(entries)
+        for entry in (e for e in entries if e not in before):
+            if not entry.endswith("/"):
+                files.append(entry)
+                continue
+            top = os.path.join(self.workdir, entry)
+            for dirpath, dirnames, filenames in os.walk(top):
+                if ".git" in dirnames or ".git" in filenames:
+                    dirnames.clear()  # a repository of its own: not ours to remove
                     continue
-                top = os.path.join(self.workdir, entry)
-                for dirpath, dirnames, filenames in os.walk(top):
-                    if ".git" in dirnames or ".git" in filenames:
-                        dirnames.clear()  # a repository of its own: not ours to remove
-                        continue
-                    rel = os.path.relpath(dirpath, self.workdir)
-                    links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-                    files += [os.path.join(rel, n) for n in [*filenames, *links]]
-                    if len(files) > MAX_FILES:
-                        raise TooMany()
-            kept = set(ignored(files))
+                rel = os.path.relpath(dirpath, self.workdir)
+                links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+                files += [os.path.join(rel, n) for n in [*filenames, *links]]
+                if len(files) > MAX_FILES:
+                    raise TooMany()
+        kept = ignored(files)
         found = []
         for rel in files:
             if rel in kept or self.kept_out(rel):

@@ -371,3 +371,18 @@ def test_a_working_directory_swapped_for_a_link_is_not_restored_through(agi, wor
         assert r.returncode == 1, (r.stdout, r.stderr)
         assert "no longer the directory" in r.stderr and "Traceback" not in r.stderr
         assert state(elsewhere) == before
+
+
+def test_files_ignored_at_the_checkpoint_stay_when_a_turn_drops_the_rule(agi, work, tmp_path):
+    """The turn deletes the .gitignore that hid build/: the files that were there before are
+    not taken for the turn's and stay; the .gitignore comes back."""
+    session = tmp_path / "s"
+    (work / ".gitignore").write_text("build/\n")
+    (work / "build").mkdir()
+    (work / "build" / "out.txt").write_text("built before\n")
+    turn(agi, work, session, bash("rm .gitignore; echo A > a.txt"))
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == ["restored .gitignore", "restored a.txt"]
+    assert (work / "build" / "out.txt").read_text() == "built before\n"
+    assert (work / ".gitignore").read_text() == "build/\n"
