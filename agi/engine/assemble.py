@@ -96,6 +96,8 @@ def assemble(
 
     parent = getattr(ctx.checkpoints, "session", session)  # a subagent's: its parent's too
     protected, unreadable = protected_paths(settings.home, session.path, parent.path)
+    if settings.sandbox.enabled:  # commands cannot read the records' key either
+        settings.sandbox.hidden = unreadable
     tool_ctx = ToolContext(
         cwd=ctx.cwd,
         deadline=ctx.deadline,

@@ -6,6 +6,7 @@ import json
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from agi.attachments import Resolver, user_message
 from agi.engine.absent import NO_CHECKPOINTS, NO_COMPACTION, NO_HOOKS, NoHooks
 from agi.errors import StepLimit
 from agi.messages import (
@@ -25,6 +26,7 @@ from agi.sessions.session import Session
 from agi.tools import Toolbox
 
 if TYPE_CHECKING:
+    from agi.attachments import Attachment
     from agi.engine.seams import (
         ContextCompactor,
         Event,
@@ -55,6 +57,7 @@ class Agent:
         self.steps = 0
         self.partial: list[str] = []  # text of the reply being streamed, for salvage()
         self._system: dict[str, Any] = {}
+        self.resolve = Resolver(session)  # attached files' bytes into requests
         self.recent: list[str] = []
 
     @property
@@ -70,27 +73,32 @@ class Agent:
     def messages(self) -> list[dict[str, Any]]:
         """What the model is sent: the system prompt, then the session's view (the same
         message objects step after step, so that measuring them per request stays cheap)."""
+        view = self.resolve(self.session.view())  # docs: attachments
         if not self.system_prompt:
-            return self.session.view()
+            return view
         if self._system.get("content") is not self.system_prompt:  # /sys may replace it
             self._system = {"role": "system", "content": self.system_prompt}
-        return [self._system, *self.session.view()]
+        return [self._system, *view]
 
-    def run(self, prompt: str) -> Generator[Event, None, Reply]:
+    def run(
+        self, prompt: str, attachments: tuple[Attachment, ...] = ()
+    ) -> Generator[Event, None, Reply]:
         """Yield events while working; return the final reply. A turn of the session's
         checkpoints (docs: checkpoints) when this agent owns them (a subagent's changes are
-        its parent's turn's)."""
+        its parent's turn's); `attachments` go with the prompt (docs: attachments)."""
         checkpoints = self.toolbox.checkpoints if self.toolbox.owner else NO_CHECKPOINTS
         try:
-            return (yield from self._turn(prompt, checkpoints))
+            return (yield from self._turn(prompt, checkpoints, attachments))
         finally:
             checkpoints.end()
 
-    def _turn(self, prompt: str, checkpoints: TurnCheckpoints) -> Generator[Event, None, Reply]:
+    def _turn(
+        self, prompt: str, checkpoints: TurnCheckpoints, attachments: tuple[Attachment, ...] = ()
+    ) -> Generator[Event, None, Reply]:
         self.close_pending("interrupted: the run that made this call ended before it finished")
         prompt = self.hooks.prompt(prompt)
         checkpoints.begin(prompt)
-        self.session.append(user(prompt))
+        self.session.append(user_message(prompt, attachments, self.session))
         for step in range(1, self.max_steps + 1):
             self.steps = step
             yield StepStart(step)

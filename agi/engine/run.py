@@ -97,6 +97,7 @@ class Run:
                         self.session.write_meta(model=settings.model.label)
             self.agent: Agent = self.assemble(settings)
             self.context = self.session_start() if spec.session_start else ""
+            self.attachments = settings.attachments  # with the first prompt (docs: attachments)
         except BaseException as e:
             self.abandon(e)
             raise
@@ -245,8 +246,9 @@ class Run:
         session.warnings.clear()
         session.trace(run_record(self, agent, settings or self.settings))
         self.idle.clear()
+        attachments, self.attachments = self.attachments, ()
         try:
-            reply = drain(agent.run(prompt), self.dispatch)
+            reply = drain(agent.run(prompt, attachments), self.dispatch)
         except BaseException as e:  # keep what the turn produced
             agent.salvage(interruption(e))
             code = getattr(e, "exit_code", 130 if isinstance(e, KeyboardInterrupt) else 1)

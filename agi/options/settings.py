@@ -15,6 +15,7 @@ from agi.options.values import NAMES, ToolChoice, resolve
 from agi.policy.sandbox import Policy
 
 if TYPE_CHECKING:
+    from agi.attachments import Attachment
     from agi.claude.commands import Command
     from agi.claude.hooks.run import Hooks
     from agi.claude.plugins import Plugin
@@ -111,6 +112,7 @@ class Settings:
     stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
     ephemeral: bool = False  # --ephemeral: the run writes nothing of its own (docs: volume)
     keep_sessions: float | None = None  # seconds: prune older sessions when a run ends
+    attachments: tuple[Attachment, ...] = ()  # -a FILE, read and checked (docs: attachments)
 
     @property
     def state(self) -> Path | None:
@@ -189,6 +191,7 @@ class Settings:
             stdin_limit=o.stdin_limit,
             ephemeral=bool(o.ephemeral),
             keep_sessions=_keep(o.keep_sessions, r.where("keep_sessions")),
+            attachments=_attachments(o.attachments, o.attach_limit, model),
             layers=(*first, *sources, *layers),
             **extensions,
         )
@@ -217,10 +220,15 @@ class Settings:
             changed["timeout"] = seconds(o.timeout)
         if o.max_cost is not None:
             changed["max_cost"] = o.max_cost
+        if o.attachments is not None:  # checked against the run's model (docs: attachments)
+            limit = resolve([*self.layers, layer]).options.attach_limit
+            model = changed.get("model", self.model)
+            changed["attachments"] = _attachments(o.attachments, limit, model)
         return dataclasses.replace(self, **changed)
 
 
 PER_RUN = ("model", "sys", "schema", "exit_code", "max_steps", "timeout", "max_cost")
+PER_RUN += ("attachments",)
 
 
 def model_for(*layers: Layer) -> ModelConfig:
@@ -230,6 +238,20 @@ def model_for(*layers: Layer) -> ModelConfig:
 
     path = config_path()
     return resolve_model(resolve([file_layer(load_file(path), path), env_layer(), *layers]), path)
+
+
+def _attachments(
+    names: list[str] | None, limit: int | None, model: ModelConfig
+) -> tuple[Attachment, ...]:
+    """The files to send with the prompt, read and checked now: exit 2 before anything is sent
+    (docs: attachments)."""
+    if not names:
+        return ()
+    from agi.attachments import check_model, read
+
+    found = read(names, limit)
+    check_model(found, model)
+    return found
 
 
 def _sandbox(r: Resolved) -> Policy:

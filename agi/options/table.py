@@ -144,14 +144,14 @@ OPTIONS: tuple[Option, ...] = (
         check=c.COUNT),
     Opt("api", "the wire protocol for OpenAI models: responses or chat", "model", ("--api",),
         type="str", check=c.one_of("responses", "chat", quoted=True),
-        choices=("responses", "chat"), fronts=("batch", "mcp"),
+        choices=("responses", "chat"),
         doc="`responses`: OpenAI's Responses API; `chat`: chat completions; unset: the "
         "Responses API for the `openai` provider's gpt-5 family and o-series, chat completions "
         "for the rest (also in `[providers.NAME]` and `[models.\"NAME\"]`)"),
     Opt("service_tier", "OpenAI's processing tier: auto, default, flex or priority", "model",
         ("--service-tier",), type="str",
         check=c.one_of("auto", "default", "flex", "priority", quoted=True),
-        choices=("auto", "default", "flex", "priority"), fronts=("batch", "mcp"),
+        choices=("auto", "default", "flex", "priority"),
         doc="sent as `service_tier` to the providers that take it (OpenAI); under `flex` a "
         "request may wait up to 15 minutes for its first byte and a 429 \"resource "
         "unavailable\" is retried; cost uses the tier's prices where known"),

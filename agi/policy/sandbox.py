@@ -57,6 +57,8 @@ class Policy:
     network: bool = True
     bwrap: str | None = field(default=None, compare=False)  # once `check` found it working
     scratch: str | None = field(default=None, compare=False)  # TempDir's parent, made on use
+    # files no command may read (the key agi signs checkpoint records with; docs: checkpoints)
+    hidden: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def load(
@@ -163,6 +165,10 @@ class Policy:
         out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for how, p in sorted(late, key=lambda m: depth(m[1])):  # parents before children
             out += [how, p, p]
+        seen = [*binds, *(p for _, p in late)]
+        for p in self.hidden:  # under the private /tmp only when a mount shows it
+            if os.path.isfile(p) and (not under(p, "/tmp") or any(under(p, d) for d in seen)):
+                out += ["--ro-bind", "/dev/null", p]
         out += ["--unshare-all", "--cap-drop", "ALL"]
         if die_with_parent:
             out.append("--die-with-parent")

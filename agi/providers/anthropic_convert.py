@@ -30,7 +30,12 @@ def text_blocks(content: Any) -> list[dict[str, Any]]:
             url = url.get("url") if isinstance(url, dict) else url
             if isinstance(url, str) and url:
                 blocks.append({"type": "image", "source": image_source(url)})
-        elif kind == "image":  # already a Messages API block
+        elif kind == "file":  # a PDF as a data URL (docs: attachments): a document block
+            file = part.get("file")
+            data = file.get("file_data") if isinstance(file, dict) else None
+            if isinstance(data, str) and data.startswith("data:"):
+                blocks.append({"type": "document", "source": image_source(data)})
+        elif kind in ("image", "document"):  # already a Messages API block
             blocks.append(dict(part))
     return blocks
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from agi.attachments import elided
 from agi.errors import Cancelled, ProviderError, TimeLimit
 from agi.messages import Notice, Reply, Usage
 from agi.providers.endpoint import require_key
@@ -170,7 +171,8 @@ class Exchange:
         for attempt in range(1, ATTEMPTS + 1):
             asm = self.protocol.decoder()
             started = time.monotonic()
-            trace({"type": "request", "attempt": attempt, "url": self.url, **self._traced(body)})
+            traced = elided(self._traced(body))  # attached files by name (docs: attachments)
+            trace({"type": "request", "attempt": attempt, "url": self.url, **traced})
             try:
                 reply = yield from self._metered(body, asm)
             except ProviderError as e:

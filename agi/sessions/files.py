@@ -20,7 +20,8 @@ from agi.errors import UsageError
 # O_NONBLOCK: opening a FIFO planted under a file's name must fail or return, never block
 OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 SESSION_FILES = ("messages.jsonl", "trace.jsonl", "meta.json", "lock")
-SESSION_DIRS = ("subagents",)  # subagents' sessions are made inside: never through a link
+# subagents' sessions and attached files (docs: attachments) are made inside: never through a link
+SESSION_DIRS = ("subagents", "attachments")
 
 
 def refused(path: Path, why: str) -> UsageError:

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agi.attachments import copy_folder, valid_name
 from agi.checkpoints.rewinds import rewound_view
 from agi.errors import TimeLimit, UsageError
 from agi.messages import COMPACTION, Usage
@@ -265,6 +266,21 @@ class Session:
             self.visible.append(len(self.messages) - 1)
         append_line(self.messages_file, line)
 
+    def attach(self, name: str, data: bytes) -> None:
+        """Keep an attached file as `name` (`attachments/SHA256.EXT`), once (docs: attachments)."""
+        if valid_name(name) and not os.path.lexists(self.path / name):
+            self.mark()
+            check_directory(self.path)  # its attachments/ is no link
+            make_private_dir(self.path / "attachments")
+            replace_file(self.path / name, data)
+
+    def attachment(self, name: str) -> bytes | None:
+        """An attached file's bytes, or None when the session no longer holds it."""
+        try:
+            return read_bytes(self.path / name) if valid_name(name) else None
+        except (OSError, UsageError):
+            return None
+
     def view(self) -> list[dict[str, Any]]:
         """What the model sees: the last complete compaction record and every line after it
         (with rewind records: as agi.checkpoints.rewinds says)."""
@@ -435,6 +451,7 @@ def fork(source: Path, target: Path) -> None:
             data = read_bytes(source / name)
             if data is not None:
                 append_bytes(building / name, data)
+        copy_folder(source, building)  # attached files (docs: attachments)
         meta = read_meta(source)
         meta.update(id=target.name, forked_from=str(source.resolve()))
         text = clean(json.dumps(meta, indent=1, ensure_ascii=False, default=str)) + "\n"
@@ -470,6 +487,7 @@ class MemorySession(Session):
     def __init__(self, secrets: list[str] | None = None):
         super().__init__(Path(os.devnull) / new_session_id(), secrets)
         self._marked = True
+        self.files: dict[str, bytes] = {}  # attached files (docs: attachments)
 
     def lock(self, deadline: float | None = None, timeout: float | None = None) -> None:
         pass  # no other process can see it
@@ -496,6 +514,12 @@ class MemorySession(Session):
 
     def trace(self, record: dict[str, Any]) -> None:
         pass  # a trace is a file of the session's, and there is none
+
+    def attach(self, name: str, data: bytes) -> None:
+        self.files[name] = data  # kept in this process alone, like the conversation
+
+    def attachment(self, name: str) -> bytes | None:
+        return self.files.get(name)
 
     def write_meta(self, **updates: Any) -> None:
         self.meta = {**self.meta, **updates, "messages": len(self.messages)}

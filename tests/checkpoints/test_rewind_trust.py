@@ -386,3 +386,38 @@ def test_files_ignored_at_the_checkpoint_stay_when_a_turn_drops_the_rule(agi, wo
     assert sorted(r.stdout.splitlines()) == ["restored .gitignore", "restored a.txt"]
     assert (work / "build" / "out.txt").read_text() == "built before\n"
     assert (work / ".gitignore").read_text() == "build/\n"
+
+
+def test_no_tool_reads_or_writes_the_records_key(agi, work, tmp_path):
+    """Read, Write and Edit refuse the key; in a sandbox a command reads nothing of it (an
+    AGI_HOME outside /tmp, which the sandbox would hide anyway)."""
+    import shutil
+    import uuid
+
+    home = Path.home() / f".agi-h35-test-{uuid.uuid4().hex[:8]}"
+    try:
+        extra = {"AGI_HOME": str(home)}
+        session = tmp_path / "s"
+        turn(agi, work, session, bash("echo A > a.txt"), extra_env=extra)
+        key = home / "checkpoint-records.key"
+        secret = key.read_bytes()
+        assert len(secret) >= 32
+        sandboxed = ("--sandbox", "workspace")
+        with FakeModel(
+            call("Read", file_path=str(key)),
+            call("Write", file_path=str(key), content="x"),
+            call("Edit", file_path=str(key), old_string="a", new_string="b"),
+            bash(f"od -An -tx1 {key} | tr -d ' \\n'"),
+            text("ok"),
+        ) as server:
+            r = agi("-s", str(session), *sandboxed, "go", server=server, cwd=work, extra_env=extra)
+        if r.returncode != 0 and "sandbox" in r.stderr:
+            pytest.skip(f"no working sandbox here: {r.stderr.strip()}")
+        assert r.returncode == 0, r.stderr
+        results = tool_results(server)
+        for result in results[:3]:
+            assert result.startswith("Error: ") and "key" in result, result
+        assert secret.hex() not in results[3], results[3]  # empty, or "Permission denied"
+        assert key.read_bytes() == secret
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -15,7 +15,7 @@ from agi.errors import UsageError
 
 # A job's own fields, each with its check; every other option comes from the command line.
 FIELDS: tuple[str, ...] = ("id", "prompt", "schema", "exit_code", "model", "sys", "session")
-FIELDS += ("max_steps", "max_cost", "timeout", "ephemeral")
+FIELDS += ("max_steps", "max_cost", "timeout", "ephemeral", "attachments")
 
 
 @dataclass
@@ -64,6 +64,7 @@ CHECKS: dict[str, tuple[Any, str]] = {
     "max_cost": (_positive, "a positive number"),
     "timeout": (_positive, "a positive number"),
     "ephemeral": (lambda v: isinstance(v, bool), "true or false"),
+    "attachments": (_names, "a file name or a list of them"),  # docs: attachments
 }
 
 

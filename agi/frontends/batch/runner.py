@@ -79,6 +79,7 @@ class Plan:
             exit_code=given.get("exit_code"),
             sys=[sys_files] if isinstance(sys_files, str) else sys_files,
             ephemeral=given.get("ephemeral"),
+            attachments=[files] if isinstance(files := given.get("attachments"), str) else files,
         )
         settings = Settings.load(self.layer, job_layer)
         if given.get("model") is not None:  # on a provider the operator configured

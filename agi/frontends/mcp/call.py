@@ -56,6 +56,12 @@ INPUT_SCHEMA: dict[str, Any] = {
             "items": {"type": "string"},
             "description": "System prompt file(s), as --sys ('default' is the built-in one).",
         },
+        "attachments": {
+            "type": ["string", "array"],
+            "items": {"type": "string"},
+            "description": "Image (PNG, JPEG, GIF, WebP) or PDF file(s) sent with the prompt, "
+            "as -a FILE (relative to cwd).",
+        },
         "max_steps": {"type": "integer", "minimum": 1, "description": "At most the server's."},
         "max_cost": {
             "type": "number",
@@ -139,6 +145,7 @@ class Call:
     schema: str | None = None
     exit_code: bool | str | None = None
     sys: list[str] | None = None
+    attachments: list[str] | None = None
     max_steps: int | None = None
     max_cost: float | None = None
     timeout: float | None = None
@@ -178,6 +185,13 @@ def _sys(value: Any) -> list[str]:
     return [_string("sys", f) for f in files]
 
 
+def _attachments(value: Any) -> list[str]:
+    files = [value] if isinstance(value, str) else value
+    if not isinstance(files, list) or not files:
+        raise Refused(f"attachments: expected a file name or an array of them, got {_kind(value)}")
+    return [_string("attachments", f) for f in files]
+
+
 def _exit_code(value: Any) -> bool | str:
     if isinstance(value, bool):
         return value
@@ -194,6 +208,7 @@ PARSERS: dict[str, Any] = {
     "schema": lambda v: json.dumps(v) if isinstance(v, dict) else _string("schema", v),
     "exit_code": _exit_code,
     "sys": _sys,
+    "attachments": _attachments,
     "max_steps": lambda v: _number("max_steps", v, integer=True),
     "max_cost": lambda v: _number("max_cost", v),
     "timeout": lambda v: _number("timeout", v),
@@ -226,6 +241,9 @@ def parse_call(arguments: Any, limits: Limits) -> Call:
             raise Refused(f"cwd: not a directory: {call.cwd}")
     if call.session is not None:
         call.session = session_path(call.session, call.cwd)
+    if call.attachments is not None:  # relative to the call's cwd, as its tools see files
+        base = call.cwd or os.getcwd()
+        call.attachments = [os.path.join(base, os.path.expanduser(a)) for a in call.attachments]
     return call
 
 

@@ -89,6 +89,7 @@ class Base:
             exit_code=call.exit_code,
             sys=call.sys,
             model=call.model,
+            attachments=call.attachments,
         )
 
 
