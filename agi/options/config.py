@@ -50,6 +50,9 @@ PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "api_key": checks.TEXT,
     "api_key_env": checks.TEXT,
     "params": checks.table("a table"),
+    "rpm": checks.POSITIVE,  # pacing (docs: volume)
+    "tpm": checks.POSITIVE,
+    "max_concurrent": checks.COUNT,
     "api": FILE_KEYS["api"],
 }
 PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
@@ -150,6 +153,10 @@ class ModelConfig:
     key_env: str | None = None  # the variable the key comes from (agi.providers.endpoint)
     api: str | None = None  # "responses" or "chat": the wire protocol (docs: responses)
     service_tier: str | None = None  # OpenAI's processing tier (docs: responses)
+    cache_key: bool = True  # send OpenAI a prompt_cache_key (docs: volume)
+    rpm: float | None = None  # pacing: requests a minute to this provider (docs: volume)
+    tpm: float | None = None  # tokens a minute
+    max_concurrent: int | None = None  # requests in flight at once
 
     @property
     def label(self) -> str:
@@ -210,6 +217,10 @@ def resolve_model(r: Resolved, path: Path) -> ModelConfig:
         key_var,
         chosen_api(r, section, model),
         o.service_tier,
+        cache_key=o.prompt_cache_key is not False,
+        rpm=o.rpm or section.get("rpm"),
+        tpm=o.tpm or section.get("tpm"),
+        max_concurrent=section.get("max_concurrent"),
     )
 
 

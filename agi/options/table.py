@@ -134,7 +134,8 @@ OPTIONS: tuple[Option, ...] = (
     Opt("providers", "providers of your own", "model", type="dict[str, Any]",
         check=c.table("a table of tables"),
         doc="`[providers.NAME]` tables: `base_url`, `api_key`, `api_key_env` (the variable "
-        "holding the key) and `params`, for a provider of your own or to change a preset's"),
+        "holding the key), `params`, and the pacing `rpm`, `tpm` and `max_concurrent`, for a "
+        "provider of your own or to change a preset's"),
     Opt("params", "extra request fields", "model", type="dict[str, Any]", check=c.table("a table"),
         doc="extra fields of every request (`params = { temperature = 0.2 }`)"),
     Opt("idle_timeout", "seconds a stream may stay silent", "model", type="float",
@@ -142,6 +143,19 @@ OPTIONS: tuple[Option, ...] = (
         doc="seconds a stream may stay silent (or send only keep-alives) before it has failed"),
     Opt("max_tokens", "the reply's limit, sent to every provider", "model", type="int",
         check=c.COUNT),
+    Opt("prompt_cache_key", "send OpenAI a prompt_cache_key", "model", type="bool",
+        check=c.BOOL, default=True,
+        doc="OpenAI requests carry a `prompt_cache_key` derived from the system prompt and the "
+        "tools, so runs sharing them share the provider's cache; `false` leaves it out"),
+    Opt("rpm", "requests a minute to the provider, at most", "model", ("--rpm",), metavar="N",
+        type="float", check=c.POSITIVE, parse=c.positive(float),
+        doc="requests a minute to the run's provider, held back before they are sent, for "
+        "every run of the process (also `rpm` in `[providers.NAME]`, with `tpm` and "
+        "`max_concurrent`)"),
+    Opt("tpm", "tokens a minute to the provider, at most (estimated)", "model", ("--tpm",),
+        metavar="N", type="float", check=c.POSITIVE, parse=c.positive(float),
+        doc="tokens a minute to the run's provider (each request's estimated from its size), "
+        "for every run of the process (also `tpm` in `[providers.NAME]`)"),
     Opt("api", "the wire protocol for OpenAI models: responses or chat", "model", ("--api",),
         type="str", check=c.one_of("responses", "chat", quoted=True),
         choices=("responses", "chat"),

@@ -95,6 +95,9 @@ class Options:
     checkpoints: bool | None = None
     ephemeral: bool | None = None
     keep_sessions: str | None = None  # an age: prune when a run ends (docs: volume)
+    prompt_cache_key: bool | None = None
+    rpm: float | None = None
+    tpm: float | None = None
     # what stdin and stderr may carry
     stdin_limit: int | None = None
     attachments: list[str] | None = None  # -a FILE (docs: attachments)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 API_VERSION = "2023-06-01"
 CACHE = {"type": "ephemeral"}
+PREFIX_BYTES = 4096  # a prefix this long is about 1,024 tokens: the least Anthropic caches
 ANSWER = "answer"  # the tool --schema forces, so the JSON comes as the tool's input
 ANSWER_DESCRIPTION = "Give the answer: its input is the JSON asked for."
 
@@ -70,7 +71,9 @@ def messages_url(base_url: str) -> str:
 
 def add_cache_breakpoints(body: dict[str, Any]) -> None:
     """cache_control on the last tool, the last system block and the newest message's last
-    block (3 of the 4 allowed): each step of a tool loop reads what came before from the cache."""
+    block (3 of the 4 allowed): the prefix runs share (tools, then system: a batch's) first,
+    and each step of a tool loop reads what came before from the cache. Runs sharing that
+    prefix write it once (agi.providers.pacing.Warmup, docs: volume)."""
     if body.get("tools"):
         body["tools"][-1] = {**body["tools"][-1], "cache_control": CACHE}
     if body.get("system"):
@@ -335,6 +338,19 @@ class AnthropicMessages:
         params = {**self.config.params, **extra}
         limit = self.config.max_tokens
         return request_body(self.config.model, messages, tools, params, limit, self.memo)
+
+    def shared_prefix(self, body: dict[str, Any]) -> str | None:
+        """The key of the request's tools and system prompt when they are long enough to be
+        cached (Anthropic caches from about 1,024 tokens), for agi.providers.pacing.Warmup."""
+        system = body.get("system")
+        if not system:
+            return None
+        text = json.dumps([body.get("tools") or [], system], sort_keys=True, default=str)
+        if len(text) < PREFIX_BYTES:
+            return None
+        import hashlib
+
+        return self.config.label + " " + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def decoder(self) -> StreamAssembler:
         return MessagesAssembler()

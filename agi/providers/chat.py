@@ -6,6 +6,7 @@ events the Messages API and fill-in-the-middle completions stream too."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from agi.options.config import ModelConfig
     from agi.providers.wire import Event, Received
 
-OPTIONAL = ("stream_options", "stop")  # parameters some servers reject; dropped when they do
+OPTIONAL = ("stream_options", "stop", "prompt_cache_key")  # some servers reject; dropped then
 LIMITS = ("max_tokens", "max_completion_tokens")  # the reply's length, by either name
 TAKES_TIER = ("openai",)  # providers that take `service_tier` (OpenAI's processing tiers)
 
@@ -31,6 +32,20 @@ def url(config: ModelConfig) -> str:
 
 def request_headers(config: ModelConfig) -> dict[str, str]:
     return headers(bearer(config.api_key), **{"X-Title": "agi"})
+
+
+def prompt_cache_key(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """OpenAI's cache routing key for requests sharing a prefix: a short hash of the system
+    prompt and the tool specs, the same for every job of a batch and every turn (docs: volume)."""
+    import hashlib
+
+    system = [m.get("content") for m in messages if m.get("role") in ("system", "developer")]
+    text = json.dumps([system[:1], tools], sort_keys=True, ensure_ascii=False, default=str)
+    return "agi-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def sends_cache_key(config: ModelConfig) -> bool:
+    return config.provider in TAKES_TIER and getattr(config, "cache_key", True)
 
 
 def request_body(
@@ -47,6 +62,8 @@ def request_body(
     }
     if tools:
         body["tools"] = tools
+    if sends_cache_key(config):
+        body["prompt_cache_key"] = prompt_cache_key(messages, tools)
     if config.service_tier and config.provider in TAKES_TIER:  # docs: responses
         body["service_tier"] = config.service_tier
     body.update(config.params)

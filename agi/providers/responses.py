@@ -200,6 +200,10 @@ def request_body(
     if tools:
         body["tools"] = [to_tool(t) for t in tools]
     params = {**config.params, **extra}
+    from agi.providers.chat import prompt_cache_key, sends_cache_key
+
+    if sends_cache_key(config):  # docs: volume
+        body["prompt_cache_key"] = prompt_cache_key(messages, tools)
     tier = getattr(config, "service_tier", None)
     if tier and "service_tier" not in params:
         params["service_tier"] = tier

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
+    from agi.providers.pacing import Pacer
     from agi.providers.wire import Pool, Wire
 
 ATTEMPTS = 3
@@ -43,6 +44,10 @@ def backoff(attempt: int) -> float:
     import random  # only when a request is retried: not at every start
 
     return min(8.0, 0.5 * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
+
+
+def _tokens(usage: Usage | None) -> float | None:
+    return None if usage is None else float((usage.input or 0) + (usage.output or 0))
 
 
 def failure_record(
@@ -210,8 +215,12 @@ class Exchange:
         """One attempt, told to the meter (which fills in the reply's cost): a failed call
         counts once its usage came; one cut short (Ctrl-C, a ReAct cut) once its answer began,
         at an unknown cost unless its usage came."""
+        writes = self._warm(body)  # a prefix shared with other runs: written once
+        paced, written = None, False
         try:
+            paced = self._paced(body)
             reply = yield from self._once(body, asm)
+            written = True
         except ProviderError:
             if asm.usage is not None:
                 self._record(asm.usage)
@@ -220,8 +229,43 @@ class Exchange:
             if asm.chunks:
                 self._record(asm.usage)
             raise
+        finally:
+            if paced is not None:
+                paced[0].release(paced[1], _tokens(asm.usage))
+            if writes is not None:
+                from agi.providers.pacing import warmup
+
+                warmup().done(writes, written)
         self._record(reply.usage)
         return reply
+
+    def _warm(self, body: dict[str, Any]) -> str | None:
+        """The cached prefix this request writes for the runs sharing it, or None (it has
+        none, or reads one written already or being written: it waits for that first)."""
+        shared = getattr(self.protocol, "shared_prefix", None)
+        key = shared(body) if shared is not None else None
+        if key is None:
+            return None
+        from agi.providers.pacing import warmup
+
+        return key if warmup().enter(key, self.deadline, self.cancelled) else None
+
+    def _paced(self, body: dict[str, Any]) -> tuple[Pacer, list[float]] | None:
+        """Wait for the provider's pacer (docs: volume) before sending: its record of this
+        request, or None without limits. A deadline or a cancel during the wait ends it."""
+        from agi.providers.pacing import pacer_for, request_tokens
+
+        c = self.config
+        limits = (getattr(c, k, None) for k in ("rpm", "tpm", "max_concurrent"))
+        pacer = pacer_for(c.provider, *limits)
+        if pacer is None:
+            return None
+        record = pacer.acquire(request_tokens(body), self.deadline, self.cancelled)
+        if record is None:
+            self._check_cancelled()
+            self._check_deadline()
+            raise Cancelled()
+        return pacer, record
 
     def _record(self, usage: Usage | None) -> None:
         tier = getattr(self.config, "service_tier", None)
