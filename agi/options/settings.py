@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import UsageError
 from agi.options.config import ModelConfig, config_path, resolve_model, seconds
 from agi.options.values import NAMES, ToolChoice, resolve
+from agi.policy.anchors import anchored
 from agi.policy.sandbox import Policy
 
 if TYPE_CHECKING:
@@ -142,12 +143,18 @@ class Settings:
 
     @classmethod
     def load(
-        cls, *layers: Layer, defaults: Options | None = None, isolated: bool = False
+        cls,
+        *layers: Layer,
+        defaults: Options | None = None,
+        isolated: bool = False,
+        anchor: str | None = None,
     ) -> Settings:
         """The settings from built-in defaults < `defaults` < the config file < the environment
         < `layers` (each front end's own, in order). Reads the config file and the files it
         names; starts nothing. `isolated` (the Python API's hermetic runs): neither the config
-        file, nor what lies beside it, nor the environment's AGI_* options."""
+        file, nor what lies beside it, nor the environment's AGI_* options. `anchor` (a server
+        whose runs work in other directories): relative path rules rooted in that directory,
+        where they were given (docs: security)."""
         from agi.options.config import agi_home, config_path, load_file, resolve_model, seconds
         from agi.options.values import Layer, env_layer, file_layer, resolve
 
@@ -160,6 +167,8 @@ class Settings:
         model = resolve_model(r, path)
         beside = None if isolated else path.parent  # tools/, hooks.json, agents/, ...
         extensions = _extensions(r, beside, warnings)
+        if anchor is not None:
+            extensions["permissions"] = anchored(extensions["permissions"], anchor)
         tools = _tool_sources(r, beside)
         tools.mcp += extensions.pop("mcp", [])
         if extensions.get("env"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agi.policy.permissions import Permissions, Rule
@@ -39,8 +39,3 @@ def _anchor(rule: Rule, root: str) -> Rule:
         spec = "**"
     pattern = "/" + spec if "/" in spec.rstrip("/") else "/**/" + spec
     return dataclasses.replace(rule, specifier=pattern, base=root)
-
-
-def anchored_settings(settings: Any, cwd: str) -> Any:
-    """`settings` (agi.options.settings.Settings) with their rules anchored in `cwd`."""
-    return dataclasses.replace(settings, permissions=anchored(settings.permissions, cwd))

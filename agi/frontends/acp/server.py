@@ -62,9 +62,7 @@ class Server:
             layers.append(overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=model))
         if cwd is not None and self.workspace_unnamed():
             layers.append(overlay(SOURCE, allow_write=[cwd]))
-        from agi.policy.anchors import anchored_settings  # where the server resolved them
-
-        return anchored_settings(Settings.load(*layers), os.getcwd())  # docs: security
+        return Settings.load(*layers, anchor=os.getcwd())  # rules where given (docs: security)
 
     def workspace_unnamed(self) -> bool:
         """Whether the sandbox is `workspace` with no --allow-write (nor the config file's or

@@ -54,15 +54,10 @@ class Base:
         """Resolve the server's options once; a bad option or config fails the start (exit 2)."""
         from agi.options.settings import Settings
 
-        settings = Settings.load(layer)
+        settings = Settings.load(layer, anchor=os.getcwd())  # rules where given (docs: security)
         for warning in settings.warnings:  # shown once, at start, not with every call
             sys.stderr.write(f"agi: {warning}\n")
         settings.warnings.clear()
-        from agi.policy.anchors import anchored  # where the server resolved them (docs: security)
-
-        settings = dataclasses.replace(
-            settings, permissions=anchored(settings.permissions, os.getcwd())
-        )
         limits = Limits(settings.max_steps, settings.timeout, settings.max_cost)
         from agi.providers.endpoint import configured_providers
 
