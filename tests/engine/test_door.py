@@ -16,6 +16,10 @@ The rule is syntactic and has no false positives on a front end's own objects:
 - and, in a class deriving from a class imported from the engine's layers (ENGINE_MODULES),
   `self.x = …`: that object is the engine's, not the front end's.
 
+Nor does a front end make settings by hand (docs: configuration): a `dataclasses.replace` of an
+object whose expression names settings (`settings`, `self.settings.tools`, `Settings.load(…)`,
+or a name bound from one) is a violation; a front end gives a layer instead.
+
 A front end's own object that goes by one of those names (ACP's EditorSession is a `session`
 there) is given its inputs when it is built too.
 """
@@ -36,6 +40,7 @@ ENGINE_NAMES = frozenset(
 ENGINE_MODULES = ("agi.engine", "agi.providers", "agi.tools", "agi.sessions", "agi.policy")
 ENGINE_MODULES += ("agi.context", "agi.checkpoints", "agi.claude")
 OPENERS = frozenset({"open", "open_run", "Run"})  # calls whose result is a run
+SETTINGS_NAMES = frozenset({"settings", "Settings"})  # what names resolved settings
 
 
 def chain(node: ast.expr) -> list[str]:
@@ -96,6 +101,8 @@ class Door(ast.NodeVisitor):
         self.found: list[str] = []
         self.engine_classes: set[str] = set()  # names imported from the engine's layers
         self.tainted: list[set[str]] = [set(ENGINE_NAMES)]  # per function: engine objects
+        self.settings: list[set[str]] = [set(SETTINGS_NAMES)]  # per function: settings
+        self.replace: set[str] = set()  # names dataclasses.replace is imported as
         self.engine_self: list[bool] = [False]  # in a class deriving from an engine class
 
     def check(self, obj: ast.expr, node: ast.AST, how: str) -> None:
@@ -118,6 +125,8 @@ class Door(ast.NodeVisitor):
         )
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module == "dataclasses":
+            self.replace |= {a.asname or a.name for a in node.names if a.name == "replace"}
         if (node.module or "").startswith(ENGINE_MODULES):
             self.engine_classes |= {alias.asname or alias.name for alias in node.names}
 
@@ -129,8 +138,10 @@ class Door(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.tainted.append(set(self.tainted[-1]))
+        self.settings.append(set(self.settings[-1]))
         self.generic_visit(node)
         self.tainted.pop()
+        self.settings.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -143,6 +154,9 @@ class Door(ast.NodeVisitor):
         if self.taints(value):
             for target in targets:
                 self.tainted[-1].update(bound(target))
+        if value is not None and set(chain(value)) & self.settings[-1]:
+            for target in targets:
+                self.settings[-1].update(bound(target))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.assigned(node, node.targets, node.value)
@@ -181,7 +195,15 @@ class Door(ast.NodeVisitor):
                 self.check(node.args[0], node, "object.__setattr__")
             else:
                 self.check(func.value, node, "__setattr__")
+        elif self.replaces(func) and node.args and set(chain(node.args[0])) & self.settings[-1]:
+            line = getattr(node, "lineno", 0)
+            self.found.append(f"line {line}: dataclasses.replace makes settings by hand")
         self.generic_visit(node)
+
+    def replaces(self, func: ast.expr) -> bool:
+        """`dataclasses.replace(…)`, or `replace(…)` imported from dataclasses."""
+        names = chain(func)
+        return names == ["dataclasses", "replace"] or (len(names) == 1 and names[0] in self.replace)
 
 
 def violations(source: str) -> list[str]:
@@ -240,6 +262,27 @@ CAUGHT = {
     "by __dict__": "run.ctx.__dict__['cwd'] = '/'\n",
     "through with": "with run.locked() as held:\n    held.meta = {}\n",
     "a run chosen by a condition": "r = self.run or self.carried\nr.meter = None\n",
+    "batch: a job's limits on its settings": (
+        "def f(settings, o):\n    return dataclasses.replace(\n        settings,\n"
+        "        max_steps=o.get('max_steps', settings.max_steps),\n    )\n"
+    ),
+    "MCP: a call's fields, by another name": (
+        "class Base:\n    def for_call(self, call):\n        s = self.settings\n"
+        "        return dataclasses.replace(s, **changed)\n"
+    ),
+    "MCP: rules anchored on loaded settings": (
+        "settings = Settings.load(layer)\n"
+        "settings = dataclasses.replace(settings, permissions=anchored(settings.permissions))\n"
+    ),
+    "ACP: the client's MCP servers, a part of the settings": (
+        "tools = dataclasses.replace(settings.tools, mcp=[*settings.tools.mcp, *mcp])\n"
+    ),
+    "ACP: the learned rules and the mode": (
+        "settings = dataclasses.replace(settings, permissions=Permissions(learned, mode))\n"
+    ),
+    "the REPL's /sys, replace imported": (
+        "from dataclasses import replace\n\nnew = replace(talk.settings, system=text)\n"
+    ),
 }
 
 # A front end's own objects: set as they like.
@@ -253,6 +296,9 @@ FINE = {
     "its own counter": "calls.count += 1\n",
     "its request's meter": "job.meter = Meter(settings.prices, settings.max_cost)\n",
     "its conversation's settings": "talk.settings = with_system(talk.settings, files)\n",
+    "its conversation's settings, from a layer": "talk.settings = talk.settings.over(layer)\n",
+    "a result replaced": "result = dataclasses.replace(result, verdict=verdict)\n",
+    "an outcome's result replaced": "named = dataclasses.replace(out.result, session=path)\n",
     "a subscript": "event['usage'] = job.usage()\n",
     "a run's result read": "result = run.ask(prompt)\ncode = result.exit_code\n",
     "a local named like nothing of the engine's": "stop.signum = signum\n",
