@@ -136,3 +136,22 @@ def test_exit_code_still_judges_after_the_one_call(agi) -> None:
         "role": "assistant",
         "content": '{"kind": "sales"}',
     }
+
+
+def test_anthropic_and_the_responses_api_answer_in_one_call_too(agi, tmp_path: Path) -> None:
+    """The Messages API's form is a forced answer tool; the Responses API's `text.format`."""
+    from fakeresponses import r_text
+    from fakeserver import anthropic_call
+
+    keys = {"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}
+    with FakeModel(anthropic_call("answer", kind="spam")) as server:
+        r = agi(*ONE, "-m", "anthropic:claude-sonnet-4-5", "buy now", server=server, extra_env=keys)
+    assert (r.returncode, r.stdout) == (0, '{"kind":"spam"}\n'), r.stderr
+    (body,) = server.requests
+    assert [t["name"] for t in body["tools"]] == ["answer"]
+    assert body["tool_choice"] == {"type": "tool", "name": "answer"}
+    with FakeModel(r_text('{"kind": "sales"}')) as server:
+        r = agi(*ONE, "-m", "openai:gpt-5-mini", "price?", server=server, extra_env=keys)
+    assert (r.returncode, r.stdout) == (0, '{"kind":"sales"}\n'), r.stderr
+    assert server.paths == ["/v1/responses"]
+    assert server.requests[0]["text"]["format"]["type"] == "json_schema"
