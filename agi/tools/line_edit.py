@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
 
 from agi.tools.keys import key
 
@@ -39,14 +38,6 @@ def typed(keys: str) -> str:
         return m.group(0) if sent is None else sent
 
     return _KEY.sub(one, keys)
-
-
-def judged(input: dict[str, Any], line: LineEditor | None) -> set[str]:
-    """Terminal.canonical: the lines a `send` completes after what was typed before."""
-    if input.get("action") != "send" or not isinstance(input.get("keys"), str):
-        return set()
-    editor = line.copy() if line is not None else LineEditor()
-    return {MARK + "\n".join(editor.feed(input["keys"]))}
 
 
 class LineEditor:

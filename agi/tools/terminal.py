@@ -16,7 +16,7 @@ from agi.errors import ToolError
 from agi.policy.environment import child_env
 from agi.tools import strays
 from agi.tools.keys import encode_keys
-from agi.tools.line_edit import LineEditor, judged
+from agi.tools.line_edit import MARK, UNREADABLE, LineEditor
 from agi.tools.protocol import ToolContext, require
 
 if TYPE_CHECKING:
@@ -54,6 +54,48 @@ def session_groups(sid: int) -> set[int]:
         if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
             groups.add(int(fields[2]))
     return groups
+
+
+SHELL_NAMES = frozenset(
+    {"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash", "fish", "busybox"}
+)
+SANDBOX_NAMES = frozenset({"bwrap"})  # the sandbox's own process, around the program
+
+
+def foreground(fd: int) -> str | None:
+    """The program reading the terminal now: "" for a shell, the name of another program in
+    the foreground process group, None when it cannot be told (no /proc, the terminal gone)."""
+    try:
+        group = os.tcgetpgrp(fd)
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    found: list[str] = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp ...
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] != "Z":
+            found.append(stat[stat.find("(") + 1 : stat.rfind(")")])
+    others = [n for n in found if n not in SHELL_NAMES | SANDBOX_NAMES]
+    if not found:
+        return None
+    return others[0] if others else ""
+
+
+def starts_reader(line: str) -> bool:
+    """Whether a Bash line starts a program that reads code typed at the terminal (or cannot
+    be read, and so may)."""
+    from agi.policy.bash.parse import split
+    from agi.policy.bash.programs import starts_reader as reads
+
+    parts = split(line, stateful=True)
+    return parts is None or any(reads(p.words) for p in parts)
 
 
 def end(programs: list[Program]) -> None:
@@ -155,9 +197,11 @@ def spawn(
     import termios
 
     argv = ["bash", "-c", command]
-    if sandbox is not None:  # wrapped before the fork: the child only execs
+    if sandbox is not None and sandbox.enabled:  # wrapped before the fork: the child only execs
         # no --die-with-parent: it would follow the tool call's thread, which ends before we do
         argv = sandbox.wrap(argv, cwd, die_with_parent=False)
+    elif env.get(strays.MARK):  # a mark `env -i` cannot clear (docs: security)
+        argv = strays.marking(argv, env[strays.MARK])
     winsize = struct.pack("HHHH", rows, cols, 0, 0)
     pid, fd = pty.fork()
     if pid == 0:  # the child: only what must happen before exec
@@ -201,6 +245,9 @@ class Program:
         self.stopping = False
         self.status: int | None = None
         self.line = LineEditor()  # what is typed since the last Enter, for the permission rules
+        # a line sent started a program that reads code typed at the terminal (`python3`,
+        # `perl -de0`), not yet seen in the foreground: the lines after it are its code
+        self.pending = starts_reader(command)
         self.pid, self.fd = spawn(command, cwd, rows, cols, env, sandbox)
         self.thread = threading.Thread(target=self.pump, name=f"terminal {id}", daemon=True)
         self.thread.start()
@@ -221,6 +268,8 @@ class Program:
                     break
                 if not data:
                     break
+                if self.pending:  # the program it started may be the one drawing now
+                    self.reader()
                 with self.cond:
                     try:
                         self.stream.feed(data)
@@ -236,6 +285,16 @@ class Program:
             with self.cond:
                 self.eof = True
                 self.cond.notify_all()
+
+    def reader(self) -> str:
+        """What reads the next line typed: "" for the shell, else the program's name (a line
+        for it is its code, not a Bash line; docs: permissions)."""
+        with self.io_lock:
+            live = foreground(self.fd) if self.fd >= 0 else None
+        if live:
+            self.pending = False
+            return live
+        return "a program started by an earlier line" if self.pending else ""
 
     def reply(self, data: bytes) -> None:
         try:
@@ -391,10 +450,21 @@ class Terminal:
             strays.end_marked(self.token)
 
     def canonical(self, input: dict[str, Any]) -> set[str]:
-        """For the rules: the lines a `send` completes, as the shell receives them."""
+        """For the rules: the lines a `send` completes, as the shell receives them; a line
+        another program reads (an interpreter, a debugger, a pager in the foreground, or one
+        an earlier line of the same send starts) is that program's code: unreadable as Bash,
+        so no Bash rule vouches for it (docs: permissions)."""
+        if input.get("action") != "send" or not isinstance(input.get("keys"), str):
+            return set()
         with self.lock:
             program = self.terminals.get(str(input.get("id")))
-        return judged(input, program.line if program is not None else None)
+        editor = program.line.copy() if program is not None else LineEditor()
+        foreign = bool(program.reader()) if program is not None else False
+        lines = []
+        for line in editor.feed(input["keys"]):
+            lines.append(UNREADABLE if foreign else line)
+            foreign = foreign or line == UNREADABLE or starts_reader(line)
+        return {MARK + "\n".join(lines)}
 
     def find(self, id: str) -> Program:
         with self.lock:
@@ -420,7 +490,10 @@ class Terminal:
             return program.render(f"closed, {program.state()}")
         if action == "send":
             keys = require(input, "keys")
-            program.line.feed(keys)
+            shell = not program.reader()
+            for line in program.line.feed(keys):
+                if shell and (line == UNREADABLE or starts_reader(line)):
+                    program.pending, shell = True, False  # what follows is its input
             program.write(encode_keys(keys, DECCKM in program.screen.mode), wait)
         program.settle(wait)
         return program.render()

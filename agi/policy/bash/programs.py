@@ -1175,6 +1175,40 @@ def writes(name: str, args: list[Word]) -> list[str | None]:
     return [None if UNKNOWN in f else f for f in entry[1](_values(args))]
 
 
+# --- programs that read code from the terminal ---------------------------------------------------
+
+# what a line typed into the Terminal goes to, once one of these runs in the foreground: its
+# code (`system "rm v"` in `perl -de0`), never a Bash line (docs: permissions)
+INTERACTIVE = frozenset(
+    {"python", "perl", "ruby", "irb", "pry", "node", "deno", "php", "lua", "luajit", "R"}
+    | {"julia", "tclsh", "wish", "expect", "gdb", "lldb", "sqlite3", "mysql", "psql", "dc"}
+    | {"bc", "ed", "ex", "vim", "vi", "nvim", "view", "emacs", "less", "more", "man", "ftp"}
+    | {"sftp", "ghci", "octave", "scala", "jshell", "erl", "iex", "guile", "racket", "sbcl"}
+    | {"ocaml", "mongo", "mongosh", "clisp", "gnuplot", "maxima", "redis-cli", "lftp"}
+)
+SCRIPTED = frozenset({"python", "perl", "ruby", "node", "php", "lua", "luajit", "julia"})
+SCRIPTED |= {"tclsh", "wish", "expect", "scala", "guile", "racket", "ocaml"}
+QUICK = frozenset({"--version", "-V", "--help", "-h", "-v", "-version"})
+
+
+def starts_reader(words: Sequence[str]) -> bool:
+    """Whether a command starts a program that reads code typed at the terminal: an
+    interpreter with no script (`python3`, `perl -de0`, `node -i`), or a debugger, a database
+    shell, an editor or a pager, which run commands typed into them."""
+    if not words:
+        return False
+    name = canonical(words[0].rpartition("/")[2])
+    if name not in INTERACTIVE or QUICK.intersection(words[1:2]):
+        return False
+    if name not in SCRIPTED:
+        return True
+    args = list(words[1:])
+    if any(a in ("-i", "--interactive") or a.startswith("-d") for a in args if a != "--"):
+        return True  # `python3 -i x.py`, `perl -d x.pl`, `node -i`
+    code = _clusters(args, "ceEp", "WXQmrlI0CFxD", ("--eval", "--print", "--command"))
+    return code is None and _script(args, "-W -X -m") in (None, "-")
+
+
 HEADINGS = {
     "wrapper": "Wrappers: the command they run is judged",
     "opaque": "Opaque: they run code no rule sees",
