@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import ToolError
 from agi.policy.environment import child_env
 from agi.tools.protocol import ToolContext, ToolText, require
-from agi.tools.strays import MARK, end_marked, new_token
+from agi.tools.strays import MARK, end_marked, marking, new_token
 
 if TYPE_CHECKING:
     from agi.policy.sandbox import Policy
@@ -227,8 +227,10 @@ def run_process(
     Under a sandbox bwrap leads the group; its PID namespace and --die-with-parent take every
     process of the command down with it, so killing the group still leaves nothing behind.
     """
-    if sandbox is not None:
+    if sandbox is not None and sandbox.enabled:
         argv = sandbox.wrap(argv, cwd)
+    elif processes is not None:  # a mark env -i cannot clear (bwrap's PID namespace needs none)
+        argv = marking(argv, processes.token)
     interrupts = processes.interrupts if processes is not None else 0
     proc = subprocess.Popen(
         argv,
