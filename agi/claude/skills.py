@@ -308,8 +308,8 @@ def load_skills(dirs: list[Path]) -> tuple[list[Skill], list[str]]:
         for d in skill_dirs(directory):
             try:
                 skill = read_skill(d)
-            except (FrontMatterError, OSError, UnicodeDecodeError) as e:
-                warnings.append(f"skill {d / SKILL_FILE}: {e}; skipped")
+            except (FrontMatterError, OSError, UnicodeDecodeError, UsageError) as e:
+                warnings.append(f"skill {d / SKILL_FILE}: {e}; skipped")  # too large too
                 continue
             first = skills.get(skill.name)
             if first is None:

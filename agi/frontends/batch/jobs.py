@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
+from agi.fileio import loads
+
+MAX_JOBS = 100_000  # jobs one batch holds (docs: batch); the input is read whole before any runs
 
 # A job's own fields, each with its check; every other option comes from the command line.
 FIELDS: tuple[str, ...] = ("id", "prompt", "schema", "exit_code", "model", "sys", "session")
@@ -76,7 +79,7 @@ def parse_line(text: str, number: int, index: int) -> BatchJob:
         return BatchJob(number, index, number, stripped)
     where = f"batch line {number}"
     try:
-        job = json.loads(stripped)
+        job = loads(stripped)  # nested too deep: an error at its column, not a traceback
     except ValueError as e:
         raise UsageError(f"{where}: not valid JSON: {e}") from None
     if not isinstance(job, dict):
@@ -116,18 +119,82 @@ def read_jobs(lines: Iterable[bytes]) -> list[BatchJob]:
     return jobs
 
 
-def open_input(name: str) -> Iterator[bytes]:
-    """The input's lines as bytes: a file, or `-` for standard input."""
+def open_input(name: str, limit: int | None = None) -> Iterator[bytes]:
+    """The input's lines as bytes (without their newline): a file, or `-` for standard input,
+    read in chunks: a line over `limit` bytes (`stdin_limit`, 10 MB by default), an input
+    over ten times that or more than MAX_JOBS lines is a usage error naming it, before it is
+    all read (docs: batch). A FIFO is opened without waiting for its writer; a read that
+    waits is ended by --timeout."""
+    import os
     import sys
 
-    if name == "-":
-        yield from sys.stdin.buffer
-        return
+    from agi.process import STDIN_LIMIT
+
+    limit = limit or STDIN_LIMIT
+    shown = "stdin" if name == "-" else f"--batch file {name}"
     try:
-        with open(Path(name).expanduser(), "rb") as f:
-            yield from f
+        if name == "-":
+            yield from _lines(sys.stdin.buffer.fileno(), limit, shown)
+            return
+        fd = os.open(Path(name).expanduser(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            os.set_blocking(fd, True)
+            yield from _lines(fd, limit, shown)
+        finally:
+            os.close(fd)
     except OSError as e:
-        raise UsageError(f"cannot read --batch file {name}: {e.strerror or e}") from None
+        raise UsageError(f"cannot read {shown}: {e.strerror or e}") from None
+
+
+def _lines(fd: int, limit: int, shown: str) -> Iterator[bytes]:
+    import os
+
+    number = total = size = 0
+    pieces: list[bytes] = []
+    while chunk := os.read(fd, 1 << 20):
+        total += len(chunk)
+        if total > 10 * limit:
+            raise UsageError(f"{shown} is over {10 * limit} bytes (ten times `stdin_limit`)")
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            number += 1
+            if number > MAX_JOBS:
+                raise UsageError(f"{shown} has more than {MAX_JOBS} lines: split it")
+            if size + len(piece) > limit:
+                raise UsageError(f"batch line {number}: longer than {limit} bytes")
+            yield b"".join([*pieces, piece])
+            pieces, size = [], 0
+        pieces.append(rest)
+        size += len(rest)
+        if size > limit:
+            raise UsageError(f"batch line {number + 1}: longer than {limit} bytes")
+    if size:
+        yield b"".join(pieces)
+
+
+def lock_out(path: Path) -> int:
+    """`--batch-out` FILE, opened and locked (flock) for as long as this process runs: a second
+    batch on the same file says so (exit 2) rather than running the same jobs again."""
+    import fcntl
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        raise UsageError(f"cannot open --batch-out file {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"--batch-out file {path}: not a regular file")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UsageError(
+            f"--batch-out file {path} is in use by another batch: wait for it to end, "
+            "or give another file"
+        ) from None
+    return fd
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -160,22 +227,37 @@ def done_keys(path: Path) -> set[str]:
     """The ids (as JSON) that `--batch-out` FILE holds with exit 0. A last line cut short (a
     crash while it was written, by another program) is cut off, so that appending goes on
     from a line's start; any other line that is not a result is ignored."""
+    done: set[str] = set()
     try:
-        with open(path, "rb+") as f:
-            data = f.read()
-            if data and not data.endswith(b"\n"):
-                f.truncate(data.rfind(b"\n") + 1)
-                data = data[: data.rfind(b"\n") + 1]
+        with open(path, "rb+") as f:  # read a line at a time, each up to OUT_LINE bytes
+            end = whole = 0  # bytes read; bytes up to the last newline
+            long = False  # within a line over OUT_LINE: skipped
+            while line := f.readline(OUT_LINE):
+                end += len(line)
+                if not line.endswith(b"\n"):
+                    long = len(line) == OUT_LINE
+                    continue
+                whole = end
+                if long:
+                    long = False
+                    continue
+                _done(line, done)
+            if end != whole:
+                f.truncate(whole)
     except FileNotFoundError:
         return set()
     except OSError as e:
         raise UsageError(f"cannot read --batch-out file {path}: {e.strerror or e}") from None
-    done = set()
-    for line in data.splitlines():
-        try:
-            result = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(result, dict) and "id" in result and result.get("exit") == 0:
-            done.add(json.dumps(result["id"], ensure_ascii=False))
     return done
+
+
+OUT_LINE = 64 << 20  # bytes of a --batch-out line read at most (a longer one is no result)
+
+
+def _done(line: bytes, done: set[str]) -> None:
+    try:
+        result = loads(line)
+    except ValueError:
+        return
+    if isinstance(result, dict) and "id" in result and result.get("exit") == 0:
+        done.add(json.dumps(result["id"], ensure_ascii=False))

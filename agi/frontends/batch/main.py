@@ -1,7 +1,8 @@
 """`agi --batch FILE|-` (docs: batch): many prompts in one process, one JSON line out per
 job as it finishes, one budget and one backoff for all, resume from `--batch-out`, `--shard K/N`.
 
-The input is read and checked whole before any job starts (exit 2 naming the line). Signals:
+The input is read and checked whole before any job starts (exit 2 naming the line), within
+--timeout and the bounds of `stdin_limit`; `--batch-out` FILE is locked for the batch. Signals:
 the first Ctrl-C stops starting jobs and lets the running ones finish (within --timeout); a
 second one (or SIGTERM, SIGHUP) cuts them short. Either way what finished is written, a whole
 line at a time, and the exit is 128 + the signal."""
@@ -21,6 +22,7 @@ from agi.frontends.batch.jobs import (
     BatchJob,
     done_keys,
     in_shard,
+    lock_out,
     open_input,
     parse_shard,
     read_jobs,
@@ -101,6 +103,21 @@ def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
     return usable([k for k in keys if k])
 
 
+def read_input(name: str, base: Any) -> list[BatchJob]:
+    """The jobs, read within --timeout (a pipe that never ends is no batch) and the bounds of
+    `stdin_limit` (docs: batch)."""
+    import time
+
+    from agi.process import arm_alarm
+
+    if base.timeout:
+        arm_alarm(time.monotonic(), base.timeout)
+    try:
+        return read_jobs(open_input(name, base.stdin_limit))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def batch(args: argparse.Namespace, layer: Layer) -> int:
     """Read, check, run; the exit status (0 all done, 1 a job failed, 4 the budget stopped
     the batch, 130/143 interrupted)."""
@@ -111,8 +128,8 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
 
     check_args(args)
     shard = parse_shard(args.shard)
-    jobs = in_shard(read_jobs(open_input(args.batch)), shard)
     base = Settings.load(layer)
+    jobs = in_shard(read_input(args.batch, base), shard)
     for warning in base.warnings:
         sys.stderr.write(f"agi: {warning}\n")
     plan, budget = Plan(base, layer), Budget(base.max_cost)
@@ -121,11 +138,19 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         withhold(key)
     hide_keys(base.model.api_key)  # the tools' environment, as for one run
     out = Path(args.batch_out).expanduser() if args.batch_out else None
+    made = out is not None and not out.exists()
+    if out is not None:
+        lock_out(out)  # held until the process ends: no second batch runs these jobs
     if getattr(args, "batch_api", None):  # the provider's batches (docs: batch)
         from agi.frontends.batch import provider_batch
 
         tty = sys.stderr.isatty() and not base.quiet
-        return provider_batch.batch(args, plan, jobs, out, secrets, tty)
+        try:
+            return provider_batch.batch(args, plan, jobs, out, secrets, tty)
+        except UsageError:  # refused before anything was sent: no file of this batch's
+            if made and out is not None and out.stat().st_size == 0:
+                out.unlink(missing_ok=True)
+            raise
     done = done_keys(out) if out is not None else set()
     todo = [job for job in jobs if job.key not in done]
     writer = Writer(out, secrets)
