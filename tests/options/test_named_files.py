@@ -71,7 +71,8 @@ OPTIONS = {  # an option that names a file -> how its argument is written
 
 @pytest.mark.parametrize("option", sorted(OPTIONS))
 def test_a_device_is_refused_unread(env, tmp_path, option):
-    result = agi_small(env, tmp_path, option, OPTIONS[option].format("/dev/zero"), "--no-stdin", "hi")
+    named = OPTIONS[option].format("/dev/zero")
+    result = agi_small(env, tmp_path, option, named, "--no-stdin", "hi")
     one_line(result, 2, "/dev/zero")
 
 
@@ -207,7 +208,8 @@ def test_timeout_kills_an_mcp_server_that_never_starts_at_once(env, tmp_path):
     script = tmp_path / "hang.py"
     script.write_text(HANGING)
     mark = tmp_path / "mark"
-    servers = {"mcpServers": {"hang": {"command": sys.executable, "args": [str(script), str(mark)]}}}
+    server = {"command": sys.executable, "args": [str(script), str(mark)]}
+    servers = {"mcpServers": {"hang": server}}
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps(servers))
     result = agi_small(env, tmp_path, "--mcp", str(config), "--timeout", "6", "hi", timeout=40)
