@@ -355,9 +355,8 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
                 return Decision(kind, strict)
         return Decision("none")
     first: Rule | None = None
-    for part in parts or [whole]:
-        if part.transparent:  # `time CMD`: CMD is judged on its own
-            continue
+    # `time CMD`: CMD is judged on its own; a line of redirections alone (`> F`): as written
+    for part in [p for p in parts if not p.transparent] or [whole]:
         found = next(
             (
                 r

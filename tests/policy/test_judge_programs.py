@@ -47,7 +47,9 @@ WRAPPED = [
     "stdbuf -oL rm v", "env rm v", "sudo rm v", "doas rm v", "echo v | xargs rm",
     "flock /tmp/l rm v", "ssh-agent rm v", "sshpass -p x rm v", "direnv exec . rm v",
     "ip netns exec n rm v", "systemd-inhibit rm v", "entr rm v", "mise exec -- rm v",
-    "setarch x86_64 timeout 5 uv run rm v",
+    "setarch x86_64 timeout 5 uv run rm v", "command -p setarch x86_64 rm v",
+    "sudo -u root setarch x86_64 rm v", "env -C / linux64 rm v", "linux64 -R rm v",
+    "setarch $(uname -m) rm v",
 ]  # fmt: skip
 
 
@@ -89,6 +91,12 @@ OPAQUE = [
     "docker run img touch P", "hyperfine 'touch P'", "irb",
     "GIT_PAGER='touch P' git log", "PAGER='touch P' man ls", "GIT_SSH_COMMAND=x git fetch",
     "EDITOR='touch P' git commit", "env GIT_PAGER=x git log", "TAR_OPTIONS=x tar -xf a",
+    # abbreviated long options, values of earlier options, code from a substitution
+    "tar --to-com='touch P' -xf a", "tar -xf a --use-comp=x", "sed --expr='1e x' f",
+    "git rebase --exe='touch P' HEAD", "git --exec-pa=/x status", "awk --sou 'BEGIN{system(1)}'",
+    "python3 -W ignore -c x", "perl -I lib -e x", "node --require x -e y",
+    "git -c alias.x='!touch P' -c color.ui=never x", "git --config-env alias.x=E x",
+    "git -cAlias.x='!t' x", "sed -n \"$(printf '1e touch P')\" f", "awk -- 'BEGIN{system(1)}'",
 ]  # fmt: skip
 
 
@@ -199,17 +207,27 @@ READERS = ("Bash(cat:*)", "Bash(sed -n:*)", "Bash(git log:*)", "Bash(sort:*)", "
         "cat f > $HOME/x",
         "cd {out} && cat f > profile",
         "echo x | tee {out}/F",
+        "cat f > >(cat > {out}/F)",
+        "cat > {out}/F <<EOF\nx\nEOF",
+        "bash -c 'echo x > {out}/F'",
+        "git log --out={out}/F",
+        "sort -o{out}/F f",
     ],
 )
 def test_dont_ask_denies_a_write_no_write_rule_allows(tmp_path, line):
     out = tmp_path / "outside"
-    allow = READERS + ("Bash(tee:*)", "Bash(cd:*)")
+    allow = READERS + ("Bash(tee:*)", "Bash(cd:*)", "Bash(bash:*)")
     denial = judge(rules(allow), line.format(out=out), str(tmp_path))
     assert denial is not None and denial.startswith("Error: denied: no permission rule allows"), (
         line,
         denial,
     )
     assert "writing" in denial
+
+
+def test_a_line_of_redirections_alone_needs_a_rule(tmp_path):
+    denial = judge(rules(READERS), f"> {tmp_path}/outside/F", str(tmp_path))
+    assert denial == NO_RULE
 
 
 def test_a_write_allow_rule_lets_the_redirection_run(tmp_path):

@@ -467,22 +467,33 @@ def unwrap(name: str, args: list[Word]) -> tuple[list[list[Word]], list[str]] | 
 
 
 def _clusters(
-    values: list[str], code: str, value_letters: str, longs: Sequence[str] = ()
+    values: list[str],
+    code: str,
+    value_letters: str,
+    longs: Sequence[str] = (),
+    long_valued: Sequence[str] = (),
 ) -> str | None:
     """For interpreters with clustered short options (`perl -lane`, `python3 -Bc`): the code
-    option found among the options before the script (`-e`), or None."""
+    option found among the options before the script (`-e`), or None. A value letter ending
+    its cluster takes the next word (`-W ignore`), as a listed long option does."""
+    skip = False
     for value in values:
+        if skip:
+            skip = False
+            continue
         if value == "--" or not value.startswith("-") or value == "-":
             return None
         if value.startswith("--"):
             name = value.partition("=")[0]
             if name in longs:
                 return name
+            skip = name in long_valued and "=" not in value
             continue
-        for letter in value[1:]:
+        for i, letter in enumerate(value[1:]):
             if letter in code:
                 return "-" + letter
             if letter in value_letters:
+                skip = i == len(value) - 2  # nothing after it in the cluster: the next word
                 break  # the rest of the cluster is the option's value
     return None
 
@@ -504,6 +515,12 @@ def _script(values: list[str], value_options: str = "") -> str | None:
     return None
 
 
+NODE_VALUED = (
+    "--require --import --loader --experimental-loader --inspect-port --title --env-file "
+    "--input-type --stack-size --conditions --redirect-warnings --max-old-space-size"
+).split()
+
+
 def _interpreter(
     program: str, code: str, value_letters: str = "", longs: Sequence[str] = (), valued: str = ""
 ) -> Callable[[list[str], bool], Opaque | None]:
@@ -511,7 +528,7 @@ def _interpreter(
     input when no script is named (`echo 'code' | python3`)."""
 
     def check(values: list[str], fed: bool) -> Opaque | None:
-        option = _clusters(values, code, value_letters, longs)
+        option = _clusters(values, code, value_letters, longs, NODE_VALUED)
         if option is not None:
             return Opaque(program, option)
         script = _script(values, valued)
@@ -991,12 +1008,50 @@ def canonical(name: str) -> str:
     return ALIASES.get(name, name)
 
 
+# long options that run code or write, by program: GNU getopt (and git's parser) take any
+# unambiguous prefix (`--to-com=…`), which is read here as the option it abbreviates
+LONGS: dict[str, tuple[str, ...]] = {
+    "tar": tuple(sorted(TAR_COMMANDS)),
+    "sed": ("--expression", "--file", "--in-place"),
+    "awk": ("--file", "--exec", "--include", "--load", "--source"),
+    "git": ("--config-env", "--exec", "--exec-path", "--output", "--open-files-in-pager", "--extcmd")
+    + ("--upload-pack", "--receive-pack", "--template", "--to-cmd", "--cc-cmd", "--header-cmd")
+    + ("--sendmail-cmd", "--smtp-server"),
+    "rsync": ("--rsh", "--rsync-path", "--config"),
+    "python": ("--command",),
+    "node": ("--eval", "--print"),
+    "find": (),
+    "sort": ("--output",),
+    "curl": ("--output", "--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr"),
+    "wget": ("--output-document", "--output-file", "--append-output"),
+    "man": ("--pager", "--html"),
+    "emacs": ("--eval", "--execute", "--load", "--funcall", "--script"),
+    "mysql": ("--execute",),
+    "psql": ("--command", "--file"),
+    "dc": ("--expression", "--file"),
+}
+
+
+def expand(values: list[str], options: Sequence[str]) -> list[str]:
+    """`--abbrev[=v]` written out as the option it is a prefix of (at least 4 characters)."""
+    out = []
+    for value in values:
+        name, eq, rest = value.partition("=")
+        if value.startswith("--") and len(name) >= 4 and name not in options:
+            found = sorted((o for o in options if o.startswith(name)), key=len)
+            if found:  # the shortest: `--exe` is `--exec` (ambiguous ones fail anyway)
+                value = found[0] + eq + rest
+        out.append(value)
+    return out
+
+
 def opaque(name: str, args: list[Word], fed: bool) -> Opaque | None:
     """Why a command is opaque (its program and the option that runs code), or None."""
     entry = OPAQUE.get(canonical(name))
     if entry is None:
         return None
-    found = entry[1](_values(args), fed)
+    values = expand(_values(args), LONGS.get(canonical(name), ()))
+    found = entry[1](values, fed)
     if found is None:
         return None
     return Opaque(name, found.option, found.exact)  # named as written: `python3 -c`
@@ -1172,7 +1227,8 @@ def writes(name: str, args: list[Word]) -> list[str | None]:
     entry = WRITING.get(canonical(name))
     if entry is None:
         return []
-    return [None if UNKNOWN in f else f for f in entry[1](_values(args))]
+    values = expand(_values(args), LONGS.get(canonical(name), ()))
+    return [None if UNKNOWN in f else f for f in entry[1](values)]
 
 
 # --- programs that read code from the terminal ---------------------------------------------------
