@@ -515,10 +515,8 @@ def _script(values: list[str], value_options: str = "") -> str | None:
     return None
 
 
-NODE_VALUED = (
-    "--require --import --loader --experimental-loader --inspect-port --title --env-file "
-    "--input-type --stack-size --conditions --redirect-warnings --max-old-space-size"
-).split()
+NODE_VALUED = ("--require", "--import", "--loader", "--experimental-loader", "--inspect-port")
+NODE_VALUED += ("--title", "--env-file", "--input-type", "--stack-size", "--conditions")
 
 
 def _interpreter(
@@ -1014,8 +1012,16 @@ LONGS: dict[str, tuple[str, ...]] = {
     "tar": tuple(sorted(TAR_COMMANDS)),
     "sed": ("--expression", "--file", "--in-place"),
     "awk": ("--file", "--exec", "--include", "--load", "--source"),
-    "git": ("--config-env", "--exec", "--exec-path", "--output", "--open-files-in-pager", "--extcmd")
-    + ("--upload-pack", "--receive-pack", "--template", "--to-cmd", "--cc-cmd", "--header-cmd")
+    "git": ("--config-env", "--exec", "--exec-path", "--output", "--open-files-in-pager")
+    + (
+        "--extcmd",
+        "--upload-pack",
+        "--receive-pack",
+        "--template",
+        "--to-cmd",
+        "--cc-cmd",
+        "--header-cmd",
+    )
     + ("--sendmail-cmd", "--smtp-server"),
     "rsync": ("--rsh", "--rsync-path", "--config"),
     "python": ("--command",),
