@@ -515,8 +515,8 @@ def _script(values: list[str], value_options: str = "") -> str | None:
     return None
 
 
-NODE_VALUED = ("--require", "--import", "--loader", "--experimental-loader", "--inspect-port")
-NODE_VALUED += ("--title", "--env-file", "--input-type", "--stack-size", "--conditions")
+NODE_VALUED: tuple[str, ...] = ("--require", "--import", "--loader", "--experimental-loader")
+NODE_VALUED += ("--inspect-port", "--title", "--env-file", "--input-type", "--stack-size")
 
 
 def _interpreter(
