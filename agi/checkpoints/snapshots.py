@@ -127,23 +127,49 @@ def records_key(home: Path, create: bool = False) -> bytes | None:
     raise RecordsError(f"cannot create {path}")
 
 
-def _mac(key: bytes, prev: bytes, body: bytes) -> bytes:
+def _scope(session_path: Path) -> bytes:
+    """What a record is bound to besides its place in the chain: the session's directory, so
+    no record of one session checks in another (a fork signs its copy anew)."""
+    return os.fsencode(os.path.realpath(session_path)) + b"\0"
+
+
+def _mac(key: bytes, scope: bytes, prev: bytes, body: bytes) -> bytes:
     import hmac
 
-    return hmac.new(key, prev + b"\n" + body, "sha256").hexdigest().encode()
+    return hmac.new(key, scope + prev + b"\n" + body, "sha256").hexdigest().encode()
 
 
-def _signed(line: bytes, key: bytes | None, prev: bytes) -> tuple[bytes, bytes] | None:
-    """(body, mac) when `line` is a record signed with `key` following the record `prev`."""
+def _signed(
+    line: bytes, key: bytes | None, scope: bytes, prev: bytes
+) -> tuple[bytes, bytes] | None:
+    """(body, mac) when `line` is a record signed with `key` for the session `scope`,
+    following the record `prev`."""
     import hmac
 
     found = _SUFFIX.search(line)
     if found is None or key is None:
         return None
     body = line[: found.start()] + b"}"
-    if not hmac.compare_digest(_mac(key, prev, body), found.group(1)):
+    if not hmac.compare_digest(_mac(key, scope, prev, body), found.group(1)):
         return None
     return body, found.group(1)
+
+
+def resign(data: bytes, source: Path, target: Path, home: Path) -> bytes:
+    """The records of session `source` signed for `target` (a fork): only those that check
+    in `source` are copied."""
+    key = records_key(home)
+    if key is None or not data.strip():
+        return b""
+    old, new = _scope(source), _scope(target)
+    prev, ours, out = b"", b"", []
+    for line in data.split(b"\n"):
+        signed = _signed(line, key, old, prev)
+        if signed is not None:
+            body, prev = signed
+            ours = _mac(key, new, ours, body)
+            out.append(body[:-1] + b',"mac":"' + ours + b'"}\n')
+    return b"".join(out)
 
 
 def _digest(line: bytes) -> str:
@@ -170,13 +196,14 @@ def read_records(session_path: Path, home: Path, strict: bool = False) -> list[d
     path = session_path / RECORDS
     raw = read_bytes(path, RECORDS_LIMIT) or b""
     key = records_key(home) if raw.strip() else None
+    scope = _scope(session_path)
     lines = raw.split(b"\n")
     records: list[dict[str, Any]] = []
     prev, pending = b"", None  # pending: (number, digest) of an unsigned line
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        signed = _signed(line, key, prev)
+        signed = _signed(line, key, scope, prev)
         if signed is None:
             last = number == len(lines)  # no newline after it yet: being written, or torn
             if strict and pending is not None:
@@ -211,12 +238,13 @@ def read_records(session_path: Path, home: Path, strict: bool = False) -> list[d
 
 def _untrusted(path: Path, number: int) -> RecordsError:
     return RecordsError(
-        f"{path}, line {number}: not a checkpoint record agi wrote (unsigned, or altered "
-        "since); the rewind is refused: remove the lines agi did not write, or rewind by hand"
+        f"{path}, line {number}: not a checkpoint record agi wrote for this session "
+        "(unsigned, altered, or from another directory); the rewind is refused: remove the "
+        "lines agi did not write, or rewind by hand"
     )
 
 
-def _last_mac(path: Path, home: Path, key: bytes) -> bytes:
+def _last_mac(path: Path, scope: bytes, key: bytes) -> bytes:
     """The signature of the file's last record agi wrote: the next one follows it."""
     try:
         st = os.stat(path)
@@ -229,7 +257,7 @@ def _last_mac(path: Path, home: Path, key: bytes) -> bytes:
         return cached[2]
     prev = b""
     for line in (read_bytes(path, RECORDS_LIMIT) or b"").split(b"\n"):
-        signed = _signed(line, key, prev)
+        signed = _signed(line, key, scope, prev)
         if signed is not None:
             prev = signed[1]
     return prev
@@ -268,7 +296,8 @@ def append_record(session_path: Path, record: dict[str, Any], home: Path) -> Non
     path = session_path / RECORDS
     body = json.dumps(record, separators=(",", ":")).encode("ascii")  # any file name survives
     with _append_lock:  # threads of one run (subagents) append one at a time
-        mac = _mac(key, _last_mac(path, home, key), body)
+        scope = _scope(session_path)
+        mac = _mac(key, scope, _last_mac(path, scope, key), body)
         append_bytes(path, body[:-1] + b',"mac":"' + mac + b'"}\n')
         _remember(path, mac)
 

@@ -449,6 +449,11 @@ def fork(source: Path, target: Path) -> None:
     try:
         for name in ("messages.jsonl", "trace.jsonl", "checkpoints.jsonl"):  # turns: section 18
             data = read_bytes(source / name)
+            if data is not None and name == "checkpoints.jsonl":  # signed for the copy
+                from agi.checkpoints.snapshots import resign
+                from agi.options.config import agi_home
+
+                data = resign(data, source, target, agi_home())
             if data is not None:
                 append_bytes(building / name, data)
         copy_folder(source, building)  # attached files (docs: attachments)

@@ -421,3 +421,27 @@ def test_no_tool_reads_or_writes_the_records_key(agi, work, tmp_path):
         assert key.read_bytes() == secret
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_records_of_another_session_do_not_check_here_but_a_forks_do(agi, work, tmp_path):
+    """A model that reads another session's records (a project elsewhere) and copies them into
+    a session it can write: refused, the other project untouched. `--fork` signs its copy for
+    the new session, whose rewind works."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "o.txt").write_text("other before\n")
+    other_session = tmp_path / "other-session"
+    turn(agi, other, other_session, bash("echo changed > o.txt"))
+    session = work / ".sess"
+    copy = f"cp {other_session / 'checkpoints.jsonl'} .sess/checkpoints.jsonl"
+    turn(agi, work, session, bash(f"echo A > a.txt; {copy}"))
+    refused(agi("-s", str(session), "--rewind-files", "1", cwd=work), session)
+    assert (other / "o.txt").read_text() == "changed\n"
+
+    forked = tmp_path / "forked"
+    with FakeModel(text("ok")) as server:
+        r = agi("--fork", str(other_session), "-s", str(forked), "hi", server=server, cwd=other)
+    assert r.returncode == 0, r.stderr
+    r = agi("-s", str(forked), "--rewind-files", "1", cwd=other)
+    assert r.returncode == 0, r.stderr
+    assert (other / "o.txt").read_text() == "other before\n"
