@@ -9,6 +9,8 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
+from agi.policy.permissions import PATH_TOOLS
+
 if TYPE_CHECKING:
     from agi.policy.permissions import Permissions, Rule
 
@@ -26,8 +28,6 @@ def anchored(permissions: Permissions | None, cwd: str) -> Permissions | None:
 
 
 def _anchor(rule: Rule, root: str) -> Rule:
-    from agi.policy.permissions import PATH_TOOLS
-
     spec = rule.specifier
     if rule.tool not in PATH_TOOLS or not spec or spec.startswith("/"):
         return rule

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
 from agi.policy.asking import AskRequest, TerminalAsk, terminal_ask
+from agi.policy.bash.parse import simple_commands
 from agi.policy.permissions import (
     MODES,
     Permissions,
@@ -90,8 +91,6 @@ def suggest_rules(tool: str, input: dict[str, Any]) -> list[str]:
     substitutions), or a subcommand cannot be told: never the bare `Bash`."""
     if tool != "Bash":
         return [tool]
-    from agi.policy.bash.parse import simple_commands
-
     commands = simple_commands(input.get("command"))
     if not commands:
         return []

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
+from agi.policy.bash.parse import Part, split
+from agi.policy.bash.programs import vouches
+from agi.tools.line_edit import MARK, LineEditor
 
 KINDS = ("deny", "ask", "allow")  # the order rules are judged in
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")  # agi.policy.guard
@@ -317,8 +320,6 @@ def terminal_lines(input: dict[str, Any], names: set[str] | None = None) -> str 
     """What a Terminal call would run in a shell: its `start` command, or the lines its `send`
     completes (given by the tool, which knows what was typed before; else the keys alone);
     None when it completes no line."""
-    from agi.tools.line_edit import MARK, LineEditor
-
     if input.get("action") == "start":
         command = input.get("command")
         return command if isinstance(command, str) and command.strip() else None
@@ -332,8 +333,6 @@ def terminal_lines(input: dict[str, Any], names: set[str] | None = None) -> str 
 
 def _decide_bash(rules: list[Rule], call: Call) -> Decision:
     """Any part denied (or asked) decides for the whole line; allowed only if every part is."""
-    from agi.policy.bash.parse import Part, split
-
     command = call.input.get("command")
     command = command if isinstance(command, str) else ""
     parts = split(command, call.stateful)
@@ -375,8 +374,6 @@ def _decide_bash(rules: list[Rule], call: Call) -> Decision:
 def _vouched(part: Any, allows: list[Rule], call: Call) -> bool:
     """Whether an allow rule names an opaque command's program with the option that makes it
     opaque (`Bash(python3 -c:*)`), or is the exact command (code inside a script)."""
-    from agi.policy.bash.programs import vouches
-
     return any(
         r.specifier is not None
         and vouches(r.specifier, part.opaque)
@@ -392,8 +389,6 @@ def bash_writes(command: Any, stateful: bool = False) -> list[str | None]:
     """The files a Bash line writes through redirections and writing options (`> F`,
     `git log --output=F`), as absolute-or-relative paths; None for one agi cannot know (a
     name of unknown value, a relative name after `cd`, or in a terminal's running shell)."""
-    from agi.policy.bash.parse import split
-
     if not isinstance(command, str):
         return []
     parts = split(command, stateful) or []

@@ -141,6 +141,7 @@ class HeldText:
 
     def feed(self, event: Any, show: Any) -> None:
         """Show `event` (with `show`), a text delta redacted; other events after what waits."""
+        # lazy: agi --version loads this module, not that one
         from agi.messages import ReasoningDelta, TextDelta
 
         if isinstance(event, (TextDelta, ReasoningDelta)):
@@ -153,6 +154,7 @@ class HeldText:
 
     def release(self, show: Any) -> None:
         """Show the streamed text held back so far (the stream it belonged to has moved on)."""
+        # lazy: agi --version loads this module, not that one
         from agi.messages import ReasoningDelta, TextDelta
 
         for kind in (TextDelta, ReasoningDelta):

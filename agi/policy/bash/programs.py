@@ -1294,6 +1294,7 @@ def reference() -> str:
 
 def table() -> list[tuple[str, str, str]]:
     """(table, program, why) of every entry, for the permissions page."""
+    # lazy: agi.policy.bash.wrappers imports this module
     from agi.policy.bash.wrappers import WHY
 
     rows = [("wrapper", name, why) for name, why in WHY.items()]

@@ -221,6 +221,7 @@ def inner(words: list[Word], fed: bool = True) -> tuple[list[list[Word]], list[s
         return _find(args), []
     if name in OPAQUE:
         raise Unreducible
+    # lazy: agi.policy.bash.programs imports this module
     from agi.policy.bash.programs import unwrap
 
     found = unwrap(name, args)  # setarch, chronic, uv run, docker exec, ssh HOST CMD, …
