@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ConfigError
+from agi.fileio import read_limited
 from agi.options import checks
 from agi.options.table import file_checks
 
@@ -113,8 +114,6 @@ _parsed: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}  # path -> (stam
 def load_file(path: Path) -> dict[str, Any]:
     """The config file's settings; a missing file is empty, a broken one a ConfigError. A
     process serving many runs (MCP server, batch, ACP) parses it again only when it changed."""
-    from agi.fileio import read_limited
-
     try:
         raw = read_limited(path)  # bounded, regular files only (docs: security)
         stat = path.stat()

@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from agi.options.config import PROVIDERS
 from agi.options.table import FRONTS, SECTIONS, Option, ordered
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: where the generated files live
@@ -70,8 +71,6 @@ SEE_ALSO = (
 
 def environment() -> list[tuple[str, str]]:
     """The variables agi reads: the options' own, where it keeps things, the providers' keys."""
-    from agi.options.config import PROVIDERS
-
     found = [(o.env, _env_words(o)) for o in ordered() if o.env]
     found += [
         ("AGI_CONFIG", "the config file (see FILES)"),

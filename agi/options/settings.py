@@ -9,11 +9,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.attachments import check_model, read
+from agi.claude.commands import find_commands
+from agi.claude.plugins import load_plugins
+from agi.claude.settings_files import read_claude_settings
+from agi.claude.skills import load_skills
+from agi.claude.subagents import load_agents
 from agi.errors import UsageError
-from agi.options.config import ModelConfig, config_path, resolve_model, seconds
-from agi.options.values import NAMES, ToolChoice, resolve
+from agi.fileio import PROMPT_LIMIT, read_text
+from agi.options.config import ModelConfig, agi_home, config_path, load_file, resolve_model, seconds
+from agi.options.values import NAMES, Layer, ToolChoice, env_layer, file_layer, resolve
 from agi.policy.anchors import anchored
+from agi.policy.permissions import COMMAND_LINE, KINDS, Permissions, notes, parse_rules
 from agi.policy.sandbox import Policy
+from agi.prompts import default_system_prompt
+from agi.sessions.prune import age_of
+from agi.structured.schema import parse_schema
+from agi.tools.mcp_config import McpSource
 
 if TYPE_CHECKING:
     from agi.attachments import Attachment
@@ -22,16 +34,12 @@ if TYPE_CHECKING:
     from agi.claude.plugins import Plugin
     from agi.claude.skills import Skill
     from agi.claude.subagents import AgentFile
-    from agi.options.values import Layer, Options, Resolved
-    from agi.policy.permissions import Permissions
+    from agi.options.values import Options, Resolved
 
 
 def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
     """The system prompt files concatenated in order (`default` is the built-in prompt);
     `where` names the option in errors (`--sys`, `config.toml: sys`)."""
-    from agi.fileio import PROMPT_LIMIT, read_text
-    from agi.prompts import default_system_prompt
-
     if not files:
         return default_system_prompt()
     parts = []
@@ -155,9 +163,6 @@ class Settings:
         file, nor what lies beside it, nor the environment's AGI_* options. `anchor` (a server
         whose runs work in other directories): relative path rules rooted in that directory,
         where they were given (docs: security)."""
-        from agi.options.config import agi_home, config_path, load_file, resolve_model, seconds
-        from agi.options.values import Layer, env_layer, file_layer, resolve
-
         path = config_path()
         sources = [] if isolated else [file_layer(load_file(path), path), env_layer()]
         first = [Layer(defaults, "defaults")] if defaults is not None else []
@@ -172,8 +177,6 @@ class Settings:
         tools = _tool_sources(r, beside)
         tools.mcp += extensions.pop("mcp", [])
         if extensions.get("env"):
-            from agi.tools.mcp_config import McpSource
-
             env = extensions["env"]
             tools.mcp = [
                 McpSource(path=p, env=env) if isinstance(p, Path) else p for p in tools.mcp
@@ -242,9 +245,6 @@ PER_RUN += ("attachments",)
 
 def model_for(*layers: Layer) -> ModelConfig:
     """The model, endpoint and key a run with these layers would use (nothing else is read)."""
-    from agi.options.config import config_path, load_file, resolve_model
-    from agi.options.values import env_layer, file_layer, resolve
-
     path = config_path()
     return resolve_model(resolve([file_layer(load_file(path), path), env_layer(), *layers]), path)
 
@@ -256,8 +256,6 @@ def _attachments(
     (docs: attachments)."""
     if not names:
         return ()
-    from agi.attachments import check_model, read
-
     found = read(names, limit)
     check_model(found, model)
     return found
@@ -275,8 +273,6 @@ def _sandbox(r: Resolved) -> Policy:
 def _keep(age: str | None, where: str) -> float | None:
     if age is None:
         return None
-    from agi.sessions.prune import age_of
-
     return age_of(age, where)
 
 
@@ -292,8 +288,6 @@ def _window(r: Resolved) -> Window:
 def _schema(spec: str | None, where: str) -> dict[str, Any] | None:
     if spec is None:
         return None
-    from agi.structured.schema import parse_schema
-
     return parse_schema(spec, where)
 
 
@@ -331,6 +325,7 @@ def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str
     hook_files = paths(r, "hooks", home and home / "hooks.json")
     extra_hooks = found.pop("extra_hooks")
     if hook_files or extra_hooks:
+        # lazy: agi.claude.hooks.run loads concurrent
         from agi.claude.hooks.run import load_hooks
 
         found["hooks"] = load_hooks(hook_files, extra=extra_hooks)
@@ -338,27 +333,19 @@ def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str
     agent_dirs = paths(r, "agents", home and home / "agents")
     found["agents"] = found.get("agents", [])
     if agent_dirs:
-        from agi.claude.subagents import load_agents
-
         agents, more = load_agents(agent_dirs)
         found["agents"] = agents + found["agents"]
         warnings += more
     skill_dirs = paths(r, "skills", home and home / "skills")
     found["skills"] = found.get("skills", [])
     if skill_dirs:
-        from agi.claude.skills import load_skills
-
         skills, more = load_skills(skill_dirs)
         found["skills"] = skills + found["skills"]
         warnings += more
     command_dirs = [home / "commands"] if home and (home / "commands").exists() else []
     if command_dirs:
-        from agi.claude.commands import find_commands
-
         found["commands"] = find_commands(command_dirs, warnings=warnings) + found["commands"]
     if r.options.permission_mode is not None:
-        from agi.policy.permissions import Permissions
-
         permissions = found["permissions"] or Permissions()
         found["permissions"] = Permissions(permissions.rules, r.options.permission_mode)
     return found
@@ -370,8 +357,6 @@ def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
     found: dict[str, Any] = {"extra_hooks": [], "commands": [], "env": {}, "permissions": None}
     plugin_dirs = [Path(p) for p in o.plugins or []]
     if plugin_dirs:
-        from agi.claude.plugins import load_plugins
-
         parts = load_plugins(plugin_dirs)
         warnings += parts.warnings
         found.update(plugins=parts.plugins, skills=parts.skills, agents=parts.agents)
@@ -380,9 +365,6 @@ def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
     rules_given = any(getattr(o, k) for k in ("allow", "ask", "deny"))
     if not settings_files and not rules_given:
         return found
-    from agi.claude.settings_files import read_claude_settings
-    from agi.policy.permissions import KINDS, Permissions, notes, parse_rules
-
     claude = read_claude_settings(settings_files)
     warnings += claude.warnings
     found["extra_hooks"] = claude.hooks + found["extra_hooks"]
@@ -400,8 +382,6 @@ def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
 def _rule_source(r: Resolved, kind: str) -> str:
     """Where a permission rule came from, as rule listings show it: the command line, the
     config file's path, or the front end's name."""
-    from agi.policy.permissions import COMMAND_LINE
-
     layer = r.layer_of(kind)
     if layer is None or layer.source == COMMAND_LINE:
         return COMMAND_LINE

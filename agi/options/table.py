@@ -95,6 +95,7 @@ Opt = Option
 
 
 def _age(value: object) -> bool:
+    # lazy: agi.sessions.prune imports this module
     from agi.sessions.prune import parse_age
 
     return parse_age(value) is not None

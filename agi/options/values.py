@@ -18,6 +18,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from agi.errors import UsageError
+from agi.options.table import KEYWORDS, OPTIONS
+
 
 @dataclass(frozen=True)
 class ToolChoice:
@@ -156,9 +159,6 @@ def layer_from_kwargs(source: str, **kwargs: Any) -> Layer:
     for `ask`). None says nothing; a path may be a `PathLike`, a list a tuple, `schema` a
     dict; each value is checked as the config file's is (UsageError `SOURCE: KEY must be ...`).
     An unknown keyword is a TypeError, as for any function."""
-    from agi.errors import UsageError
-    from agi.options.table import KEYWORDS
-
     values: dict[str, Any] = {}
     for key, value in kwargs.items():
         option = KEYWORDS.get(key)
@@ -196,8 +196,6 @@ def file_layer(data: dict[str, Any], path: Path) -> Layer:
 
 def env_layer(environ: Any = None) -> Layer:
     """The environment's options: the table's variables (AGI_MODEL, AGI_BASE_URL, AGI_API_KEY)."""
-    from agi.options.table import OPTIONS
-
     env = os.environ if environ is None else environ
     named = {o.env: o for o in OPTIONS if o.env and o.field}
     values = {o.name: env.get(var) or None for var, o in named.items()}
