@@ -46,6 +46,7 @@ from agi.checkpoints.snapshots import (
     owner_of,
     read_records,
 )
+from agi.options.config import agi_home
 
 
 @dataclass
@@ -389,8 +390,6 @@ def record_rewind(
 def files_rewinds(session_path: Path, home: Path | None = None) -> dict[int, list[str]]:
     """For --show: the lines of the files-only rewinds (a conversation rewind has its record
     in messages.jsonl), by the number of messages the session held when each was made."""
-    from agi.options.config import agi_home
-
     marks: dict[int, list[str]] = {}
     for r in read_records(session_path, home or agi_home()):
         at, number = r.get("at"), r.get("rewind")

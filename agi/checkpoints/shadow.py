@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agi.policy.environment import child_env
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes, replace_file
 
 MAX_FILE = 5 * 1024 * 1024
@@ -118,8 +119,6 @@ class Shadow:
         self.journal = self.dir / f"restoring-{owner}"
 
     def env(self) -> dict[str, str]:
-        from agi.policy.environment import child_env
-
         env = {k: v for k, v in child_env().items() if not k.startswith("GIT_")}
         env.update(
             GIT_DIR=str(self.dir),

@@ -39,11 +39,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.checkpoints.shadow import MAX_FILE, MAX_FILES, Shadow, ShadowError, TooMany, key_of
 from agi.errors import AgiError, UsageError
+from agi.policy.environment import SECRETS
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes
 
 if TYPE_CHECKING:
-    from agi.checkpoints.shadow import Shadow
     from agi.options.settings import Settings
     from agi.sessions.session import Session
 
@@ -59,14 +60,13 @@ OFF = "checkpoints off"
 
 def owner_of(session_path: Path) -> str:
     """The key of a session's index and records in shadow repositories."""
-    from agi.checkpoints.shadow import key_of
-
     return key_of(os.path.realpath(session_path))
 
 
 def kept_out(session_path: Path, home: Path) -> tuple[Path, ...]:
     """Never snapshotted nor restored: the session, $AGI_HOME, and the config file (it may
     hold the API key)."""
+    # lazy: agi.options.config imports this module
     from agi.options.config import config_path
 
     return (session_path, home, config_path())
@@ -462,8 +462,6 @@ class Checkpoints:
 
     def secrets(self) -> list[bytes]:
         """The keys no checkpoint may keep: the session's and every key withheld from tools."""
-        from agi.policy.environment import SECRETS
-
         return [os.fsencode(k) for k in {*self.session.secrets, *SECRETS} if len(k) >= 8]
 
     def warn_once(self, kind: str, text: str) -> None:
@@ -519,8 +517,6 @@ class Checkpoints:
         if cwd == home or cwd.startswith(home.rstrip("/") + "/"):  # agi's own state: never
             self.record({"turn": self.turn, "untracked": "inside AGI_HOME"})
             return
-        from agi.checkpoints.shadow import MAX_FILES, Shadow, ShadowError, TooMany
-
         keep_out = kept_out(self.session.path, self.home)
         shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out, self.secrets())
         started = time.monotonic()
@@ -563,8 +559,6 @@ class Checkpoints:
         """The file's content before Write or Edit changes it, kept only when it is a regular
         file of at most MAX_FILE bytes holding no key (else the record says why it is not:
         a rewind leaves that file as it is, and names it); read no further than that."""
-        from agi.checkpoints.shadow import MAX_FILE
-
         path = os.path.realpath(os.path.join(cwd, os.path.expanduser(file_path)))
         if path in self.touched or _inside(path, kept_out(self.session.path, self.home)):
             return

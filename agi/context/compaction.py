@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agi.context.estimate import Estimator
+from agi.context.summarize import compact, reactive_window
+from agi.context.windows import configured_window, known_window, window_for
 from agi.engine.absent import NO_HOOKS
 from agi.errors import ProviderError
 from agi.messages import Notice, Usage, drain, user
@@ -51,9 +54,6 @@ class Compactor:
         hooks: HookEvents = NO_HOOKS,
         warn: Callable[[str], None] = lambda text: None,
     ):
-        from agi.context.estimate import Estimator
-        from agi.context.windows import configured_window, known_window
-
         self.settings, self.session, self.transport = settings, session, transport
         self.hooks, self.warn = hooks, warn  # PreCompact and SessionStart hooks
         self.auto = settings.window.compact
@@ -70,8 +70,6 @@ class Compactor:
     def window(self, tokens: int) -> int | None:
         """The model's window; an unknown one is looked up (cached) once the size matters."""
         if self.known is None and not self.asked and tokens > LISTING_FLOOR:
-            from agi.context.windows import window_for
-
             self.asked = True
             m = self.settings.model
             self.known = window_for(
@@ -121,8 +119,6 @@ class Compactor:
                 "automatic compaction is off: run agi --compact on this session)",
                 error.status,
             ) from error
-        from agi.context.summarize import reactive_window
-
         window = reactive_window(self.known, str(error), self.estimator.last)
         self.deferred = []  # said once the request is sent again: a failure then says it all
         yield from self.run("auto", window=window)
@@ -166,8 +162,6 @@ class Compactor:
         self, trigger: str, focus: str = "", window: int | None = None
     ) -> Generator[Notice, None, Compaction | None]:
         """Summarise the older part of the view and append the record; None: nothing to do."""
-        from agi.context.summarize import compact
-
         yield Notice("compacting the conversation")
         self.hooks.pre_compact(trigger, focus)
         done = compact(

@@ -19,9 +19,34 @@ def usable(secrets: list[str | None]) -> list[str]:
 
 
 def redact(text: str, secrets: list[str]) -> str:
+    """`text` without the secrets, also as JSON writes them (`"` as `\\"`, `\\` doubled): a
+    JSON line or answer made from a value holding one is redacted as well."""
     for secret in secrets:
-        text = text.replace(secret, REDACTED)
+        for form in _forms(secret):
+            text = text.replace(form, REDACTED)
     return text
+
+
+_FORMS: dict[str, tuple[str, ...]] = {}
+
+
+def _forms(secret: str) -> tuple[str, ...]:
+    """The secret, and its forms inside a JSON string when JSON escapes any of its characters."""
+    forms = _FORMS.get(secret)
+    if forms is None:
+        if secret.isascii() and secret.isprintable() and '"' not in secret and "\\" not in secret:
+            forms = (secret,)
+        else:
+            import json
+
+            found = [secret]
+            for ascii_only in (False, True):
+                escaped = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+                if escaped not in found:
+                    found.append(escaped)
+            forms = tuple(found)
+        _FORMS[secret] = forms
+    return forms
 
 
 def redact_values(value: Any, secrets: list[str]) -> Any:

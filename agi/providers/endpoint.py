@@ -75,6 +75,14 @@ def require_key(model: ModelConfig) -> None:
     if variable is not None:
         also = "" if variable == "AGI_API_KEY" else " (or AGI_API_KEY)"
         raise ConfigError(f"no API key for {model.provider}: set {variable}{also}")
+    key = model.api_key or ""
+    bad = next((i for i, c in enumerate(key) if not " " <= c <= "~"), None)
+    if bad is not None:  # an HTTP header carries visible ASCII only: say so, never the key
+        where = model.key_env or "its configuration"
+        raise ConfigError(
+            f"the API key for {model.provider} (from {where}) has a character an HTTP header "
+            f"cannot carry at position {bad + 1} (a control or non-ASCII character)"
+        )
 
 
 def start_hint(model: ModelConfig) -> str | None:

@@ -214,7 +214,10 @@ def _entry_path(line: bytes) -> str | None:
 def _live_owners(home: Path, gone: set[str]) -> set[str]:
     """The checkpoint owners (agi.checkpoints.snapshots.owner_of) of every session that still
     exists: under $AGI_HOME/sessions, and elsewhere as the index names them."""
+    # lazy: agi.checkpoints.snapshots imports this module
     from agi.checkpoints.snapshots import owner_of
+
+    # lazy: agi.sessions.session imports this module
     from agi.sessions.session import iter_sessions
 
     paths = {os.path.realpath(home / "sessions" / e.name) for e in _entries(home / "sessions")}
