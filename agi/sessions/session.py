@@ -45,6 +45,7 @@ from agi.sessions.files import (
     refused,
     replace_file,
 )
+from agi.sessions.finite import finite_meta
 
 __all__ = [
     "REDACTED",
@@ -94,8 +95,6 @@ def read_meta(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
         if warnings is not None:
             warnings.append(f"{path / 'meta.json'} is damaged (not a JSON object); rewriting it")
         return {}
-    from agi.sessions.finite import finite_meta
-
     return finite_meta(meta, path / "meta.json", warnings)
 
 
@@ -450,7 +449,10 @@ def fork(source: Path, target: Path) -> None:
         for name in ("messages.jsonl", "trace.jsonl", "checkpoints.jsonl"):  # turns: section 18
             data = read_bytes(source / name)
             if data is not None and name == "checkpoints.jsonl":  # signed for the copy
+                # lazy: agi.checkpoints.snapshots imports this module
                 from agi.checkpoints.snapshots import resign
+
+                # lazy: agi.options.config imports this module
                 from agi.options.config import agi_home
 
                 data = resign(data, source, target, agi_home())
