@@ -322,6 +322,13 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _time(value: object) -> bool:
+    """A wall-clock time agi wrote: finite, from 1970 to 2242 (what the listing can show)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return 0 <= value < 1 << 33
+
+
 def _paths(value: object) -> bool:
     return isinstance(value, list) and all(_relative(p) for p in value)
 
@@ -340,7 +347,7 @@ def invalid(r: object) -> str | None:
     if "rewind" in r:
         checks = {
             "rewind": _int(r["rewind"], 1),
-            "time": _number(r.get("time", 0)),
+            "time": _time(r.get("time", 0)),
             "kind": r.get("kind", "both") in ("both", "files", "conversation"),
             "files": isinstance(r.get("files", []), list)
             and all(isinstance(f, str) for f in r.get("files", [])),
@@ -357,7 +364,7 @@ def invalid(r: object) -> str | None:
     if "prompt" in r:
         checks = {
             "prompt": isinstance(r["prompt"], str),
-            "time": _number(r.get("time", 0)),
+            "time": _time(r.get("time", 0)),
             "start": _int(r.get("start", 0)),
             "cwd": _abs(r.get("cwd")),
             "untracked": isinstance(r.get("untracked", ""), str),
@@ -367,7 +374,7 @@ def invalid(r: object) -> str | None:
             "tree": _hex(r["tree"]),
             "cwd": _abs(r.get("cwd")),
             "files": _int(r.get("files", 0)),
-            "seconds": _number(r.get("seconds", 0)),
+            "seconds": _time(r.get("seconds", 0)),
             "skipped": _paths(r.get("skipped", [])),
             "withheld": _paths(r.get("withheld", [])),
             "kept_out": _paths(r.get("kept_out", [])),

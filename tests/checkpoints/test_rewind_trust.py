@@ -325,6 +325,8 @@ def test_malformed_records_are_one_line_errors(agi, work, tmp_path):
         {"turn": 1, "prior": "relative/x", "blob": 7, "mode": []},
         {"turn": 1, "tree": "0" * 39, "cwd": 3, "skipped": 5},
         {"rewind": 1, "time": "x", "kind": 3, "before": [1], "after": "y", "files": 4},
+        {"turn": 2, "prompt": "x", "time": float("inf"), "start": 0, "cwd": str(work)},
+        {"rewind": 1, "time": 1e300, "kind": "files", "files": []},
     ]
     for record in signed:
         records.write_bytes(genuine)
