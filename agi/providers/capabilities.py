@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agi.providers.cache import read_cache_entry, write_cache_entry
+
 CACHE_FILE = "endpoint-cache.json"
 # strongest first; "instructions" sends no response_format: the prompt alone asks for JSON
 FORMATS = ("json_schema", "json_object_schema", "json_object", "instructions")
@@ -43,8 +45,6 @@ class Formats:
         self.key = f"{base_url.rstrip('/')} {model}"
         self.refused: list[str] = []
         if home is not None:
-            from agi.providers.cache import read_cache_entry
-
             entry = read_cache_entry(home, CACHE_FILE, self.key) or {}
             known = entry.get("refused_formats")
             if isinstance(known, list):
@@ -73,6 +73,4 @@ class Formats:
         if kind not in learnt:
             learnt.append(kind)
         if self.home is not None:
-            from agi.providers.cache import write_cache_entry
-
             write_cache_entry(self.home, CACHE_FILE, self.key, {"refused_formats": self.refused})

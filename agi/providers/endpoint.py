@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agi.errors import ConfigError
+from agi.options.config import PROVIDERS, config_path, load_file, resolve_model
+from agi.options.values import env_layer, file_layer, resolve
 from agi.version import __version__
 
 if TYPE_CHECKING:
@@ -57,8 +59,6 @@ def key_required(model: ModelConfig) -> str | None:
     preset (`openai`, `anthropic`, ...) at its own endpoint. None for the local presets, a server
     on this machine, a preset pointed at another server (a self-hosted vLLM, say) and a provider of
     your own: agi cannot tell whether those want a key, and they will say so if they do."""
-    from agi.options.config import PROVIDERS
-
     default_url, preset_variable, _ = PROVIDERS.get(model.provider, (None, None, None))
     variable = model.key_env or preset_variable
     if not variable or not default_url or model.provider in LOCAL_PRESETS:
@@ -105,9 +105,6 @@ def configured_providers(*layers: Any) -> set[str]:
     """The providers the operator's options configure (docs: security): the model's own, every
     `[providers.NAME]` table, and each preset whose key or endpoint variable is set."""
     import os
-
-    from agi.options.config import PROVIDERS, config_path, load_file, resolve_model
-    from agi.options.values import env_layer, file_layer, resolve
 
     path = config_path()
     resolved = resolve([file_layer(load_file(path), path), env_layer(), *layers])

@@ -15,6 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
+from agi.providers.endpoint import start_hint
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
@@ -281,8 +282,6 @@ def stated_window(body: Any) -> int | None:
 def unreachable(url: str, reason: str, model: ModelConfig) -> ProviderError:
     """`cannot reach URL: REASON`, and for a local server what to start (retried: a server may
     be starting)."""
-    from agi.providers.endpoint import start_hint
-
     hint = start_hint(model) if _refused(reason) else None
     message = f"cannot reach {url}: {reason}" + (f" ({hint})" if hint else "")
     return ProviderError(message, None, retryable=True)

@@ -18,14 +18,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agi.options.config import config_path
+from agi.options.settings import Settings
+from agi.options.values import ToolChoice, overlay
+from agi.prompts import sections
 from agi.providers.chat import ChatAssembler, ChatCompletions
 from agi.providers.endpoint import root
+from agi.providers.protocols import transport_for
 from agi.providers.stream import StreamAssembler
+from agi.providers.transport import Exchange
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
-    from agi.options.settings import Settings
-    from agi.providers.transport import Exchange
 
 CHOICES = ("auto", "completions", "infill", "chat")  # suggest.fim; "mistral" is chosen by auto
 DEADLINE = 30.0  # seconds one suggestion may take, retries included
@@ -99,8 +103,6 @@ class FimCompletions(ChatCompletions):
 def fim_exchange(config: ModelConfig, kind: str) -> Exchange:
     """An exchange for one fill-in-the-middle shape (`choose`), untraced: a suggestion per
     keystroke keeps no session."""
-    from agi.providers.transport import Exchange
-
     return Exchange(config, protocol=FimCompletions(config, kind))
 
 
@@ -152,8 +154,6 @@ def fence_for(text: str) -> str:
 
 
 def chat_messages(request: dict[str, Any]) -> list[dict[str, str]]:
-    from agi.prompts import sections
-
     texts = sections("suggest.md")
     prefix, suffix = str(request.get("prefix", "")), str(request.get("suffix", ""))
     user = texts["user"].format(
@@ -222,10 +222,6 @@ class Completer:
 
     def settings(self, options: dict[str, Any]) -> tuple[str, Settings]:
         """The settings for the request's options, and the key they are kept under."""
-        from agi.options.config import config_path
-        from agi.options.settings import Settings
-        from agi.options.values import ToolChoice, overlay
-
         given = {k: options[k] for k in ("model", "base_url") if options.get(k)}
         path = config_path()
         stamp = (path.stat().st_mtime_ns if path.exists() else 0, _env())
@@ -250,8 +246,6 @@ class Completer:
                 return idle.pop()
         if kind != "chat":
             return fim_exchange(settings.model, kind)
-        from agi.providers.protocols import transport_for
-
         # suggestions keep no session: nothing is traced per keystroke
         return transport_for(settings.model, home=settings.home, windows=settings.window.windows)
 

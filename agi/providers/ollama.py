@@ -20,6 +20,8 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agi.context.estimate import estimate
+from agi.context.windows import window_for
 from agi.errors import ProviderError
 from agi.messages import Reply, wire_message
 from agi.providers import chat
@@ -166,8 +168,6 @@ class OllamaChat:
     def body(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **extra: Any
     ) -> dict[str, Any]:
-        from agi.context.estimate import estimate
-
         body: dict[str, Any] = {"model": self.config.model, "messages": ollama_messages(messages)}
         body |= {"stream": True, "truncate": False}  # an error, never a silent cut
         if tools:
@@ -215,8 +215,6 @@ class OllamaChat:
 
     def window(self) -> int | None:
         if self.cap is None:
-            from agi.context.windows import window_for
-
             c = self.config
             self.cap = window_for(
                 c.label, c.model, self.windows, self.home, c.base_url, ollama=True

@@ -10,6 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.providers import responses
+from agi.providers.anthropic import AnthropicMessages, messages_url
+from agi.providers.chat import ChatCompletions, url
+from agi.providers.endpoint import root
+from agi.providers.ollama import OllamaChat
+from agi.providers.responses import Responses, wants_responses
+from agi.providers.transport import Exchange
+
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
     from agi.providers.cost import Meter
@@ -30,11 +38,8 @@ def protocol_of(model: ModelConfig) -> str:
     api = getattr(model, "api", None)
     if api in ("responses", "chat"):
         return api
-    if model.provider == "openai":
-        from agi.providers.responses import wants_responses
-
-        if wants_responses(model.model):
-            return "responses"
+    if model.provider == "openai" and wants_responses(model.model):
+        return "responses"
     return protocol(model.provider)
 
 
@@ -50,19 +55,11 @@ def describe(model: ModelConfig) -> tuple[str, str]:
     """The protocol's name and the URL each request goes to (for `:checkhealth agi`)."""
     kind = protocol_of(model)
     if kind == "responses":
-        from agi.providers import responses
-
         return NAMES[kind], responses.url(model)
     if kind == "messages":
-        from agi.providers.anthropic import messages_url
-
         return NAMES[kind], messages_url(model.base_url)
     if kind == "ollama":
-        from agi.providers.endpoint import root
-
         return NAMES[kind], root(model.base_url) + "/api/chat"
-    from agi.providers.chat import url
-
     return NAMES[kind], url(model)
 
 
@@ -81,8 +78,6 @@ def transport_for(
     (a session's trace, or nothing); `home` and `windows` (the config's context windows) let
     Ollama size its context; `pool` lends the HTTP client and keeps one backoff per endpoint
     for the runs that share it. A provider that needs a key and has none: ConfigError (exit 2)."""
-    from agi.providers.transport import Exchange
-
     return Exchange(
         model,
         trace,
@@ -100,17 +95,9 @@ def wire_for(
     """The protocol object for `model` (see `protocol_of`)."""
     kind = protocol_of(model)
     if kind == "responses":
-        from agi.providers.responses import Responses
-
         return Responses(model)
     if kind == "messages":
-        from agi.providers.anthropic import AnthropicMessages
-
         return AnthropicMessages(model)
     if kind == "ollama":
-        from agi.providers.ollama import OllamaChat
-
         return OllamaChat(model, home=home, windows=windows)
-    from agi.providers.chat import ChatCompletions
-
     return ChatCompletions(model)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
 from agi.messages import REASONING_ITEMS, ReasoningDelta, Reply, TextDelta
-from agi.providers.chat import read_events, request_headers
+from agi.providers.chat import prompt_cache_key, read_events, request_headers, sends_cache_key
 from agi.providers.errors import RETRYABLE_STATUS, error_message, provider_error
 from agi.providers.stream import CallBuilder, StreamAssembler, as_text
 from agi.providers.usage import messages_usage
@@ -200,8 +200,6 @@ def request_body(
     if tools:
         body["tools"] = [to_tool(t) for t in tools]
     params = {**config.params, **extra}
-    from agi.providers.chat import prompt_cache_key, sends_cache_key
-
     if sends_cache_key(config):  # docs: volume
         body["prompt_cache_key"] = prompt_cache_key(messages, tools)
     tier = getattr(config, "service_tier", None)

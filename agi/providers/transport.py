@@ -21,8 +21,12 @@ from typing import TYPE_CHECKING, Any
 from agi.attachments import elided
 from agi.errors import Cancelled, ProviderError, TimeLimit
 from agi.messages import Notice, Reply, Usage
+from agi.providers.chat import ChatCompletions
+from agi.providers.cost import tier_price  # a tier's own price (docs: responses)
 from agi.providers.endpoint import require_key
 from agi.providers.errors import MAX_RETRY_WAIT, http_error, unreachable
+from agi.providers.pacing import pacer_for, request_tokens, warmup
+from agi.providers.pool import new_client
 from agi.providers.stream import StreamAssembler, sse_lines
 from agi.providers.usage import header_cost
 from agi.providers.wire import Event
@@ -83,8 +87,6 @@ class Exchange:
     ):
         require_key(config)  # exit 2 naming the variable, before anything is sent
         if protocol is None:
-            from agi.providers.chat import ChatCompletions
-
             protocol = ChatCompletions(config)
         self.protocol = protocol
         self.config = config
@@ -109,8 +111,6 @@ class Exchange:
         if self._client is None and self.pool is not None:
             self._client = self.pool.client()  # given back by close(), for the next run
         if self._client is None:
-            from agi.providers.pool import new_client
-
             self._client = new_client()
         return self._client
 
@@ -233,8 +233,6 @@ class Exchange:
             if paced is not None:
                 paced[0].release(paced[1], _tokens(asm.usage))
             if writes is not None:
-                from agi.providers.pacing import warmup
-
                 warmup().done(writes, written)
         self._record(reply.usage)
         return reply
@@ -246,15 +244,11 @@ class Exchange:
         key = shared(body) if shared is not None else None
         if key is None:
             return None
-        from agi.providers.pacing import warmup
-
         return key if warmup().enter(key, self.deadline, self.cancelled) else None
 
     def _paced(self, body: dict[str, Any]) -> tuple[Pacer, list[float]] | None:
         """Wait for the provider's pacer (docs: volume) before sending: its record of this
         request, or None without limits. A deadline or a cancel during the wait ends it."""
-        from agi.providers.pacing import pacer_for, request_tokens
-
         c = self.config
         limits = (getattr(c, k, None) for k in ("rpm", "tpm", "max_concurrent"))
         pacer = pacer_for(c.provider, *limits)
@@ -270,8 +264,6 @@ class Exchange:
     def _record(self, usage: Usage | None) -> None:
         tier = getattr(self.config, "service_tier", None)
         if tier and usage is not None and usage.cost is None and self.meter is not None:
-            from agi.providers.cost import tier_price  # a tier's own price (docs: responses)
-
             price = tier_price(self.config.label, self.config.model, tier, self.meter.prices)
             usage.cost = None if price is None else price.cost(usage)
         if self.meter is not None:
