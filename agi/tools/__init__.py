@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 from agi.engine.absent import NO_CHECKPOINTS, NO_GUARD, NO_HOOKS
 from agi.errors import AgiError, ToolError
 from agi.messages import ToolCall, ToolEnd, ToolStart
+from agi.tools.calculate import Calculate
+from agi.tools.files import Edit, Read, TempDir, Write
 from agi.tools.protocol import Tool, ToolContext, ToolText, require, spec
+from agi.tools.shell import Bash
 
 if TYPE_CHECKING:
     from agi.engine.seams import HookEvents, PermissionGuard, TurnCheckpoints
@@ -37,9 +40,7 @@ def _with_notes(text: str, notes: list[str]) -> str:
 
 
 def builtin_tools() -> list[Tool]:
-    from agi.tools.calculate import Calculate
-    from agi.tools.files import Edit, Read, TempDir, Write
-    from agi.tools.shell import Bash
+    # lazy: agi.tools.terminal imports this module
     from agi.tools.terminal import Terminal
 
     return [Bash(), Read(), Write(), Edit(), TempDir(), Terminal(), Calculate()]

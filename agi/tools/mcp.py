@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
+from agi.policy.environment import child_env
 from agi.tools.mcp_config import Cache, ServerConfig, read_configs
 from agi.tools.mcp_content import dump, result_text, size
 from agi.tools.mcp_process import kill_groups, recording
@@ -148,8 +149,6 @@ class Server:
 
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
-
-            from agi.policy.environment import child_env
 
             env = child_env(spec["env"])  # like Claude Code: the whole environment, less the key
             params = StdioServerParameters(command=spec["command"], args=spec["args"], env=env)

@@ -8,12 +8,11 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from agi.errors import ToolError
-
-if TYPE_CHECKING:
-    from agi.policy.sandbox import Policy
+from agi.policy.environment import child_env
+from agi.policy.sandbox import Policy
 
 
 class ToolText(str):
@@ -36,8 +35,6 @@ class ToolText(str):
 
 
 def _no_sandbox() -> Policy:
-    from agi.policy.sandbox import Policy
-
     return Policy()
 
 
@@ -58,8 +55,6 @@ class ToolContext:
 
     def environ(self) -> dict[str, str] | None:
         """The whole environment for a process, or None when ours serves unchanged."""
-        from agi.policy.environment import child_env
-
         return child_env(self.env)
 
 

@@ -13,6 +13,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
+from agi.policy.bash.parse import split
+from agi.policy.bash.programs import starts_reader as reads
 from agi.policy.environment import child_env
 from agi.tools import strays
 from agi.tools.keys import encode_keys
@@ -91,9 +93,6 @@ def foreground(fd: int) -> str | None:
 def starts_reader(line: str) -> bool:
     """Whether a Bash line starts a program that reads code typed at the terminal (or cannot
     be read, and so may)."""
-    from agi.policy.bash.parse import split
-    from agi.policy.bash.programs import starts_reader as reads
-
     parts = split(line, stateful=True)
     return parts is None or any(reads(p.words) for p in parts)
 
