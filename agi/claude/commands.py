@@ -19,10 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.claude.qualified import candidates, resolve
+from agi.claude.skills import FrontMatterError, lenient_front_matter, split_front_matter
 from agi.errors import UsageError
+from agi.fileio import read_text
+from agi.policy.bash.quote import as_judged, by_reference, step_environment
+from agi.policy.environment import child_env
+from agi.policy.guard import Guard
+from agi.policy.permissions import Permissions, parse_rule, parse_rules
+from agi.tools.shell import run_process
 
 if TYPE_CHECKING:
-    from agi.policy.permissions import Permissions, Rule
+    from agi.policy.permissions import Rule
 
 FIRST_WORD = re.compile(r"/([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?)(?=\s|$)")
 # one pattern for both kinds of shell step, so that one pass over the body finds them all and a
@@ -45,11 +52,7 @@ class Command:
     def read(self) -> tuple[dict[str, Any], str]:
         """(front matter, body); a file without front matter is all body. Malformed front
         matter is a usage error naming the file."""
-        from agi.claude.skills import FrontMatterError, lenient_front_matter, split_front_matter
-
         try:
-            from agi.fileio import read_text
-
             text = read_text(self.path)  # bounded (docs: security)
         except (OSError, UnicodeDecodeError) as e:
             raise UsageError(f"command /{self.name} ({self.path}): cannot read it: {e}") from e
@@ -186,8 +189,6 @@ class Expansion:
 
 def prepare(prompt: str, command: Command, cwd: str) -> Expansion:
     """Read the command a `/NAME args` prompt names; nothing is run here."""
-    from agi.policy.permissions import parse_rules
-
     first, _, more = prompt.partition("\n")
     arguments = first.split(None, 1)[1].strip() if len(first.split(None, 1)) > 1 else ""
     meta, body = command.read()
@@ -216,8 +217,6 @@ def _tools(value: Any, command: Command, cwd: str) -> list[str]:
     """`allowed-tools`: a list, or one string of rules separated by commas outside brackets.
     An entry that is not a rule (`Bash(git` with its `)` missing, `Bash(`, `5`) is a usage error
     naming the command file: read leniently, a typo would widen what the command allows."""
-    from agi.policy.permissions import parse_rule
-
     if value is None:
         return []
     items = value if isinstance(value, list) else _split(value) if isinstance(value, str) else None
@@ -272,8 +271,6 @@ def substitute(body: str, arguments: str, quoted: bool = False) -> str:
     # in a shell step the arguments are never text: `$ARGUMENTS` becomes "$@" (each word one
     # argument, as Claude Code's plugins expect), `$N` "${N}", expanded by the shell from the
     # step's positional parameters and environment (agi.policy.bash.quote.step_environment)
-    from agi.policy.bash.quote import by_reference
-
     return by_reference(body)
 
 
@@ -298,10 +295,6 @@ def run_steps(
 ) -> str:
     """Run the body's shell steps, fenced ```! blocks and inline !`CMD`, in one pass over the
     body as written: neither the arguments nor a step's output is scanned for steps."""
-    from agi.policy.bash.quote import as_judged
-    from agi.policy.guard import Guard
-    from agi.policy.permissions import Permissions
-
     # the user typed the command: its steps are judged by the rules (and dontAsk), not by the
     # modes that ask about the model's calls
     mode = "dontAsk" if permissions.mode == "dontAsk" else "default"
@@ -333,10 +326,6 @@ def _record(where: Where, command: Command, step: str, code: int | None, denied:
 
 
 def _run(step: str, command: Command, where: Where, arguments: str = "") -> str:
-    from agi.policy.bash.quote import step_environment
-    from agi.policy.environment import child_env
-    from agi.tools.shell import run_process
-
     values, words = step_environment(arguments)
     environ = child_env({**where.env, **values})
     if command.plugin_root:

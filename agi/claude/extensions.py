@@ -8,6 +8,11 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any
 
+from agi.claude.commands import Where, expand, first_word, listing, lookup, prepare
+from agi.options.config import PROVIDERS, split_model
+from agi.policy.permissions import Permissions
+from agi.providers.anthropic import claude_model
+
 if TYPE_CHECKING:
     from agi.claude.commands import Expansion
     from agi.options.config import ModelConfig
@@ -22,9 +27,6 @@ def command_settings(
     """The command a `/NAME args` prompt names, and the settings its turn runs with (its
     `allowed-tools` rules added, its `model`); None for any other prompt. Nothing runs here.
     An unknown `/WORD` is a usage error listing the known commands."""
-    from agi.claude.commands import first_word, lookup, prepare
-    from agi.policy.permissions import Permissions
-
     name = first_word(prompt)
     if name is None:
         return None
@@ -42,9 +44,6 @@ def command_settings(
 def command_text(expansion: Expansion, settings: Settings, ctx: Any, trace: Any) -> str:
     """The command's prompt, its shell steps run now, inside the run: judged by the turn's
     permission rules like Bash calls, recorded in the session's trace."""
-    from agi.claude.commands import Where, expand
-    from agi.policy.permissions import Permissions
-
     env = {**settings.env, **ctx.env}
     where = Where(ctx.cwd, env, ctx.warn, settings.sandbox, trace)
     permissions = (settings.permissions or Permissions()).with_rules(list(ctx.learned))
@@ -55,8 +54,6 @@ def command_model(current: ModelConfig, spec: str) -> ModelConfig:
     """A command's `model`: `provider:model` as given; a Claude name or alias (`haiku`) when
     the run speaks Anthropic; otherwise the run's own model (the command was written for
     Claude Code, and its model may not exist elsewhere)."""
-    from agi.options.config import PROVIDERS, split_model
-
     provider, model = split_model(spec, {})
     if provider is not None and provider in PROVIDERS:
         return dataclasses.replace(current, provider=provider, model=model)
@@ -64,16 +61,12 @@ def command_model(current: ModelConfig, spec: str) -> ModelConfig:
         return current
     if spec.startswith("claude-"):
         return dataclasses.replace(current, model=spec)
-    from agi.providers.anthropic import claude_model
-
     alias = claude_model(spec)
     return dataclasses.replace(current, model=alias) if alias else current
 
 
 def inventory(settings: Settings) -> str:
     """The listing `agi --list-extensions` prints."""
-    from agi.claude.commands import listing
-
     out: list[str] = []
 
     def section(title: str, rows: list[tuple[str, str, str]]) -> None:

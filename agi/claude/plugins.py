@@ -15,14 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.claude.commands import find_commands
+from agi.claude.hooks.settings import parse_hooks, read_json
+from agi.claude.qualified import clashes
+from agi.claude.skills import load_skills
+from agi.claude.subagents import load_agents
 from agi.errors import UsageError
+from agi.tools.mcp_config import McpSource
 
 if TYPE_CHECKING:
     from agi.claude.commands import Command
     from agi.claude.hooks.run import Hook
     from agi.claude.skills import Skill
     from agi.claude.subagents import AgentFile
-    from agi.tools.mcp_config import McpSource
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -55,8 +60,6 @@ class Parts:
 
 def read_plugin(directory: Path) -> Plugin:
     """The plugin in a directory; a missing directory or a malformed manifest is a usage error."""
-    from agi.claude.hooks.settings import read_json
-
     root = directory.expanduser().absolute()
     if not root.is_dir():
         raise UsageError(f"plugin directory {directory}: not a directory")
@@ -91,8 +94,6 @@ def _places(plugin: Plugin, key: str, default: str) -> list[Path]:
 
 def load_plugins(dirs: list[Path]) -> Parts:
     """Every part of every plugin, in the order given; clashing bare names are warned about."""
-    from agi.claude.qualified import clashes
-
     parts = Parts()
     for directory in dirs:
         plugin = read_plugin(Path(directory))
@@ -116,8 +117,6 @@ def load_plugins(dirs: list[Path]) -> Parts:
 
 
 def _hooks(plugin: Plugin, parts: Parts) -> None:
-    from agi.claude.hooks.settings import parse_hooks, read_json
-
     root = str(plugin.root)
     inline = plugin.manifest.get("hooks")
     if isinstance(inline, dict):
@@ -132,9 +131,6 @@ def _hooks(plugin: Plugin, parts: Parts) -> None:
 
 
 def _skills_and_agents(plugin: Plugin, parts: Parts) -> None:
-    from agi.claude.skills import load_skills
-    from agi.claude.subagents import load_agents
-
     for kind, load, found in (
         ("skills", load_skills, parts.skills),
         ("agents", load_agents, parts.agents),
@@ -155,15 +151,11 @@ def _named(part: Any, plugin: Plugin) -> Any:
 
 
 def _commands(plugin: Plugin, parts: Parts) -> None:
-    from agi.claude.commands import find_commands
-
     places = _places(plugin, "commands", "commands")
     parts.commands += find_commands(places, plugin.name, str(plugin.root), parts.warnings)
 
 
 def _mcp(plugin: Plugin, parts: Parts) -> None:
-    from agi.tools.mcp_config import McpSource
-
     root = str(plugin.root)
     if (plugin.root / ".mcp.json").is_file():
         parts.mcp.append(McpSource(path=plugin.root / ".mcp.json", plugin_root=root))

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.claude.hooks.settings import parse_hooks, read_json
 from agi.errors import UsageError
+from agi.policy.permissions import KINDS, MODES, parse_rules
 
 if TYPE_CHECKING:
     from agi.claude.hooks.run import Hook
@@ -37,9 +39,6 @@ def _strings(value: Any, where: str) -> list[str]:
 
 
 def read_claude_settings(paths: list[Path]) -> ClaudeSettings:
-    from agi.claude.hooks.settings import parse_hooks, read_json
-    from agi.policy.permissions import KINDS, MODES, parse_rules
-
     found = ClaudeSettings()
     for path in paths:
         path = path.expanduser()

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agi.claude.qualified import resolve
 from agi.errors import UsageError
+from agi.fileio import read_text
+from agi.prompts import HERE
 from agi.tools import ToolContext, ToolError
 
 SKILL_FILE = "SKILL.md"
@@ -255,15 +258,11 @@ class Skill:
 
     @property
     def body(self) -> str:
-        from agi.fileio import read_text
-
         return split_front_matter(read_text(self.file))[1].strip()
 
 
 def read_skill(directory: Path) -> Skill:
     """The skill in a directory holding SKILL.md; FrontMatterError or OSError when unreadable."""
-    from agi.fileio import read_text
-
     text = read_text(directory / SKILL_FILE)  # bounded (docs: security)
     meta, problem = lenient_front_matter(split_front_matter(text)[0])
     if problem is not None:
@@ -332,8 +331,6 @@ def skills_prompt(skills: list[Skill]) -> str:
     skills = invocable(skills)
     if not skills:
         return ""
-    from agi.prompts import HERE
-
     template = (HERE / "skills.md").read_text(encoding="utf-8").strip()
     listing = "\n".join(f"- {s.name}: {s.description}" for s in skills)
     return template.replace("{skills}", listing)
@@ -364,8 +361,6 @@ class SkillTool:
 
     def find(self, name: str) -> Skill:
         """By full name, by a plugin skill's bare name when no other has it, or ignoring case."""
-        from agi.claude.qualified import resolve
-
         name = name.strip().lstrip("/")
         full = resolve(name, self.skills)
         found = self.skills.get(full or name) or next(

@@ -13,6 +13,7 @@ from typing import Any
 
 from agi.claude.commands import Command, Where, expand, first_word, lookup, prepare
 from agi.errors import ToolError, UsageError
+from agi.policy.permissions import Permissions
 
 
 class SlashCommandTool:
@@ -40,8 +41,6 @@ class SlashCommandTool:
         }
 
     def run(self, input: dict[str, Any], ctx: Any) -> str:
-        from agi.policy.permissions import Permissions
-
         line = input.get("command")
         if not isinstance(line, str) or not line.strip():
             raise ToolError("'command' is required: a slash command such as /NAME ARGUMENTS")

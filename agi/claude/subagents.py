@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agi.claude.qualified import resolve
+from agi.claude.skills import (
+    FrontMatterError,
+    lenient_front_matter,
+    parse_front_matter,
+    split_front_matter,
+    written_keys,
+)
 from agi.errors import UsageError
+from agi.fileio import read_text
+from agi.prompts import harness_text
 from agi.tools import ToolContext, ToolError, require
 
 GENERAL = "general-purpose"
@@ -36,9 +46,6 @@ def read_agent(path: Path) -> AgentFile:
     """An agent file. Front matter that cannot be read is dropped, as Claude Code drops it (the
     agent is named after its file), except its `tools` line: dropping that would give the agent
     every tool, so it is kept, and a file whose `tools` cannot be read is refused."""
-    from agi.claude.skills import lenient_front_matter, split_front_matter, written_keys
-    from agi.fileio import read_text
-
     lines, body = split_front_matter(read_text(path))  # bounded (docs: security)
     meta, problem = lenient_front_matter(lines)
     note = ""
@@ -81,8 +88,6 @@ def _names(value: Any, key: str) -> list[str] | None:
 def _tools_line(lines: list[str], problem: str, key: str = "tools") -> Any:
     """The `tools` (or `disallowedTools`) of an unreadable front matter: its one line, read
     alone."""
-    from agi.claude.skills import FrontMatterError, parse_front_matter
-
     found = [line for line in lines if line.startswith(f"{key}:")]
     try:
         tools = parse_front_matter(found).get(key) if len(found) == 1 else None
@@ -125,8 +130,6 @@ class Task:
         """`spawn(agent_file, prompt, description) -> str` runs one subagent to its answer."""
         self.agents = {a.name: a for a in agents}
         self.spawn = spawn
-        from agi.prompts import harness_text
-
         kinds = "".join(f"\n- {a.name}: {a.description}" for a in agents)
         self.description = harness_text("task_tool").format(general=GENERAL, kinds=kinds)
         self.parameters: dict[str, Any] = {
@@ -141,8 +144,6 @@ class Task:
 
     def kind(self, input: dict[str, Any]) -> str:
         """The full name of the agent asked for: a plugin's agent also by its bare name."""
-        from agi.claude.qualified import resolve
-
         kind = str(input.get("subagent_type") or GENERAL)
         return resolve(kind, [GENERAL, *self.agents]) or kind
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.messages import COMPACTION
+from agi.sessions.files import read_lines
 from agi.sessions.session import Session, append_line
 
 NAME = "transcript.jsonl"
@@ -84,8 +85,6 @@ class Transcript:
 
     def _count(self) -> None:
         """Read how far the file goes (once, or after another process appended to it)."""
-        from agi.sessions.files import read_lines
-
         try:  # before reading: a line appended meanwhile makes the next update count again
             size = self.file.stat().st_size
         except FileNotFoundError:

@@ -12,13 +12,13 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agi.claude.transcript import Transcript
 from agi.errors import HookStopped
 from agi.messages import ToolCall
 
 if TYPE_CHECKING:
     from agi.claude.hooks.merge import Outcome
     from agi.claude.hooks.run import Hooks
-    from agi.claude.transcript import Transcript
     from agi.engine.seams import PermissionGuard
     from agi.policy.asking import AskRequest
     from agi.sessions.session import Session
@@ -50,6 +50,7 @@ class Lifecycle:
         env: dict[str, str] | None = None,
         permission_mode: str = "default",
     ):
+        # lazy: agi.claude.hooks.runs loads concurrent
         from agi.claude.hooks.runs import Rewakes, Running
 
         self.hooks, self.session, self.warn = hooks, session, warn
@@ -72,6 +73,7 @@ class Lifecycle:
 
     def fire(self, event: str, **fields: Any) -> Outcome:
         """Run one event's hooks; trace them, show their messages, honour `continue: false`."""
+        # lazy: agi.claude.hooks.run loads concurrent
         from agi.claude.hooks.run import base_payload
 
         payload = base_payload(
@@ -110,8 +112,6 @@ class Lifecycle:
         if self.session.ephemeral:
             return ""
         if self.transcript is None:
-            from agi.claude.transcript import Transcript
-
             self.transcript = Transcript(self.session, self.cwd)
         return str(self.transcript.update())
 

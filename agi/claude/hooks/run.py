@@ -32,8 +32,11 @@ from agi.claude.hooks.settings import (
     Matcher,
     read_settings,
 )
+from agi.errors import UsageError
+from agi.fileio import read_limited
 from agi.policy.asking import resolve_ask
 from agi.policy.environment import child_env
+from agi.policy.permissions import Permissions, decide
 
 __all__ = [
     "EVENTS",
@@ -139,8 +142,6 @@ class Hooks:
 def _condition_holds(rule: Any, payload: dict[str, Any]) -> bool:
     """An entry's `if` against the call: the permission rules' matcher, as a deny rule would
     match (for a Bash line: any of its parts); a call it cannot judge runs the hook."""
-    from agi.policy.permissions import Permissions, decide
-
     name, tool_input = payload.get("tool_name"), payload.get("tool_input")
     if not isinstance(name, str) or not isinstance(tool_input, dict):
         return False
@@ -185,9 +186,6 @@ def read_env_file(path: str | Path, base: dict[str, str] | None = None) -> dict[
     """The variables a CLAUDE_ENV_FILE sets or changes, found by sourcing it with sh like Claude
     Code does (so `export PATH="$HOME/bin:$PATH"` expands); ValueError if it cannot be sourced."""
     base = child_env() if base is None else dict(base)
-    from agi.errors import UsageError
-    from agi.fileio import read_limited
-
     try:  # bounded, regular files only (docs: security)
         if not read_limited(path).decode("utf-8", "replace").strip():
             return {}

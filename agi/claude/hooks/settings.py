@@ -15,7 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agi.errors import ConfigError
+from agi.errors import ConfigError, UsageError
+from agi.fileio import loads, read_text
+from agi.policy.bash.quote import by_reference
+from agi.policy.permissions import parse_rule
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 EVENTS = (
@@ -99,8 +102,6 @@ def read_json(path: Path, kind: str = "hooks file") -> Any:
         return HookSettingsError(f"{kind} {path}: {problem}")
 
     try:
-        from agi.fileio import loads, read_text
-
         return loads(read_text(path))  # bounded, and too deep is a line number (docs: security)
     except OSError as e:
         raise bad(e.strerror or str(e)) from e
@@ -155,8 +156,6 @@ def parse_hooks(
 def _in_plugin(hook: Hook, root: str | None) -> Hook:
     if root is None:
         return hook
-    from agi.policy.bash.quote import by_reference
-
     # a reference the shell expands from the hook's environment, never the path as text
     command = by_reference(hook.command, arguments=False)
     return replace(hook, command=command, plugin_root=root)
@@ -218,9 +217,6 @@ def _condition(value: Any, event: str, problem: str, notes: list[str], base: str
     skipped (False). A malformed rule is an error naming the file."""
     if value is None:
         return None
-    from agi.errors import UsageError
-    from agi.policy.permissions import parse_rule
-
     if not isinstance(value, str):
         raise HookSettingsError(f'{problem}.if must be a permission rule such as "Bash(git *)"')
     if event not in TOOL_EVENTS:
