@@ -9,14 +9,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from agi.checkpoints.snapshots import for_run, protected_paths
+from agi.claude.extensions import command_model
+from agi.claude.hooks.lifecycle import Lifecycle
+from agi.claude.skills import SkillTool, skills_prompt
+from agi.claude.slash_command import SlashCommandTool
+from agi.claude.subagents import MAX_DEPTH, Task, subagent_dir
+from agi.context.compaction import Compactor
+from agi.engine.absent import NO_CHECKPOINTS, NO_GUARD, NO_HOOKS
+from agi.engine.loop import Agent
 from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
+from agi.messages import drain
+from agi.policy.guard import Guard
+from agi.policy.permissions import Permissions, check_run
+from agi.providers.anthropic import claude_model
+from agi.providers.protocols import transport_for
+from agi.providers.react import ReactTransport
+from agi.sessions.session import MemorySession, Session
+from agi.structured.schema import ghost_json
+from agi.tools import Toolbox, ToolContext, builtin_tools
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from agi.claude.hooks.lifecycle import Lifecycle
     from agi.claude.subagents import AgentFile
-    from agi.engine.loop import Agent
     from agi.engine.seams import Ask, Event, ModelStream, PermissionGuard, TurnCheckpoints
     from agi.options.config import ModelConfig
     from agi.options.settings import Settings
@@ -24,7 +40,6 @@ if TYPE_CHECKING:
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
     from agi.providers.wire import Pool
-    from agi.sessions.session import Session
     from agi.tools import Tool
 
 
@@ -82,18 +97,12 @@ def assemble(
 ) -> Agent:
     """The agent for a session: its transport, its toolbox (with `Task` wired to run subagents
     through this same function) and its hooks. `agent_type` names a subagent's file."""
-    from agi.engine.absent import NO_CHECKPOINTS, NO_HOOKS
-    from agi.engine.loop import Agent
-    from agi.tools import Toolbox, ToolContext
-
     transport = make_transport(settings, session, ctx)
     lifecycle = make_lifecycle(settings, session, ctx, agent_type)
     hooks = NO_HOOKS if lifecycle is None else lifecycle
     prepare_tools(settings, ctx)
     tools = choose(settings, ctx, session)
     system = system_text(settings, settings.system, tools)
-    from agi.checkpoints.snapshots import protected_paths
-
     parent = getattr(ctx.checkpoints, "session", session)  # a subagent's: its parent's too
     protected, unreadable = protected_paths(settings.home, session.path, parent.path)
     if settings.sandbox.enabled:  # commands cannot read the records' key either
@@ -108,19 +117,13 @@ def assemble(
     )
     guard = make_guard(settings, session, ctx, lifecycle, tools)
     if ctx.depth == 0 and ctx.checkpoints is None and not settings.ephemeral:
-        from agi.checkpoints.snapshots import for_run
-
         ctx.checkpoints = for_run(settings, session, ctx.cwd, ctx.warn)
     checkpoints = NO_CHECKPOINTS if ctx.checkpoints is None else ctx.checkpoints
     owner = ctx.depth == 0
     toolbox = Toolbox(tools, tool_ctx, hooks, owner=owner, guard=guard, checkpoints=checkpoints)
     chat: ModelStream = transport
     if settings.react:
-        from agi.providers.react import ReactTransport
-
         chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
-    from agi.context.compaction import Compactor
-
     compactor = Compactor(settings, session, transport, hooks, ctx.warn)
     return Agent(chat, toolbox, session, system, settings.max_steps, hooks, compactor)
 
@@ -132,8 +135,6 @@ def make_lifecycle(
     and then nothing of the hooks' code is imported."""
     if settings.hooks is None:
         return None
-    from agi.claude.hooks.lifecycle import Lifecycle
-
     stop = "SubagentStop" if agent_type else "Stop"
     lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
     lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
@@ -153,16 +154,9 @@ def make_guard(
     nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
     quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None and not ctx.learned
     if settings.permissions is None and lifecycle is None and quiet:
-        from agi.engine.absent import NO_GUARD
-
         return NO_GUARD
-    from agi.policy.guard import Guard
-    from agi.policy.permissions import Permissions
-
     permissions = settings.permissions or Permissions()
     if ctx.depth == 0:  # rules name real tools (docs: permissions): a usage error otherwise
-        from agi.policy.permissions import check_run
-
         _warn_all(ctx, check_run(permissions.rules, list(ctx.tools or []), settings.agents))
     if ctx.mode is not None:
         permissions = Permissions(permissions.rules, ctx.mode)
@@ -197,10 +191,6 @@ class HookJudge:
         self.settings, self.session, self.ctx = settings, session, ctx
 
     def __call__(self, prompt: str, model: str | None, timeout: float) -> Any:
-        from agi.claude.extensions import command_model
-        from agi.messages import drain
-        from agi.structured.schema import ghost_json
-
         config = command_model(self.settings.model, model) if model else self.settings.model
         transport = make_transport(replace(self.settings, model=config), self.session, self.ctx)
         limit = time.monotonic() + timeout
@@ -227,16 +217,12 @@ def system_text(settings: Settings, prompt: str, tools: list[Tool]) -> str:
     """The system prompt an agent is sent: `prompt`, and the skills' list when it offers Skill."""
     if not any(t.name == "Skill" for t in tools):
         return prompt
-    from agi.claude.skills import skills_prompt
-
     return prompt + "\n\n" + skills_prompt(settings.skills)
 
 
 def make_transport(settings: Settings, session: Session, ctx: Context) -> Transport:
     """The transport for the model's wire protocol (agi.providers.protocols), traced into the
     session and known to the run's context (deadline, meter, cancel)."""
-    from agi.providers.protocols import transport_for
-
     transport = transport_for(
         settings.model,
         session.trace,
@@ -260,10 +246,9 @@ def build_tools(settings: Settings, ctx: Context, added: Sequence[Any] = ()) -> 
         return []
     tools: list[Tool] = []
     if sources.builtin:
-        from agi.tools import builtin_tools
-
         tools += builtin_tools()
     if sources.files or sources.dirs:
+        # lazy: agi.tools.external loads concurrent
         from agi.tools.external import load_tools
 
         cache = cache_file(settings, "tool-cache.json")
@@ -272,19 +257,15 @@ def build_tools(settings: Settings, ctx: Context, added: Sequence[Any] = ()) -> 
         _warn_all(ctx, warnings)
     mcp = [*sources.mcp, *added]
     if mcp:
+        # lazy: agi.tools.mcp loads concurrent
         from agi.tools.mcp import load_mcp
 
         mcp_tools, warnings = load_mcp(mcp, cache_file(settings, "mcp-cache.json"))
         tools += mcp_tools
         _warn_all(ctx, warnings)
-    if settings.skills:
-        from agi.claude.skills import SkillTool, skills_prompt
-
-        if skills_prompt(settings.skills):
-            tools.append(SkillTool(settings.skills))
+    if settings.skills and skills_prompt(settings.skills):
+        tools.append(SkillTool(settings.skills))
     if settings.commands:
-        from agi.claude.slash_command import SlashCommandTool
-
         slash = SlashCommandTool(settings.commands, settings)
         if slash.commands:  # some command the model may run
             tools.append(slash)
@@ -329,8 +310,6 @@ def _offers_task(settings: Settings) -> bool:
 def choose(settings: Settings, ctx: Context, session: Session) -> list[Tool]:
     """The tools this agent offers: the allowlist applied, and `Task` (running subagents in
     sessions under this one) while subagents may go deeper."""
-    from agi.claude.subagents import MAX_DEPTH, Task
-
     available = list(ctx.tools or [])
     if _offers_task(settings) and ctx.depth < MAX_DEPTH:
         available.append(Task(settings.agents, Spawner(settings, ctx, session)))
@@ -346,15 +325,9 @@ class Spawner:
         self.settings, self.ctx, self.parent = settings, ctx, parent
 
     def __call__(self, agent: AgentFile, prompt: str, description: str) -> str:
-        from agi.claude.subagents import subagent_dir
-        from agi.messages import drain
-        from agi.sessions.session import Session
-
         settings = self.settings.for_agent(agent, subagent_model(self.settings, agent))
         parent = self.parent
         if parent.ephemeral:  # an ephemeral run's subagents keep nothing either
-            from agi.sessions.session import MemorySession
-
             session: Session = MemorySession(parent.secrets)
         else:
             session = Session.open(subagent_dir(parent.path, agent.name), parent.secrets)
@@ -384,8 +357,6 @@ def subagent_model(settings: Settings, agent: AgentFile) -> ModelConfig | None:
     if ":" not in agent.model:
         if settings.model.provider != "anthropic":
             return None
-        from agi.providers.anthropic import claude_model
-
         alias = claude_model(agent.model)
         return replace(settings.model, model=alias) if alias else None
     provider, _, name = agent.model.partition(":")

@@ -10,21 +10,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agi.engine.assemble import Context, deadline_for
+from agi.engine.budget import BudgetedMeter
 from agi.errors import UsageError
+from agi.frontends.views.terminal import Silent, Terminal
+from agi.providers.cost import Meter
+from agi.sessions.files import make_private_dir
+from agi.sessions.session import MemorySession, Session, SessionIndex, fork
 
 if TYPE_CHECKING:
     from agi.engine.seams import View
     from agi.engine.spec import Budget, RunSpec, SessionChoice
     from agi.options.settings import Settings
     from agi.options.values import Layer
-    from agi.providers.cost import Meter
-    from agi.sessions.session import Session, SessionIndex
 
 
 def make_view(settings: Settings, interactive: bool) -> View:
     """The terminal view when a person watches stderr (or -v), else silence."""
-    from agi.frontends.views.terminal import Silent, Terminal
-
     tty = sys.stderr.isatty()
     if settings.quiet or not (tty or settings.verbose):
         return Silent()
@@ -34,8 +35,6 @@ def make_view(settings: Settings, interactive: bool) -> View:
 def open_session(settings: Settings, choice: SessionChoice) -> Session:
     """The session chosen: the one named, the last one used (`-c`), a fork made first, or a new
     one; recorded in the index. One the front end holds is used as it is."""
-    from agi.sessions.session import Session, SessionIndex, fork
-
     if choice.held is not None:
         return choice.held
     if settings.ephemeral:  # docs: volume
@@ -60,8 +59,6 @@ def open_session(settings: Settings, choice: SessionChoice) -> Session:
 def ephemeral_session(settings: Settings, choice: SessionChoice) -> Session:
     """An ephemeral run's conversation, in memory alone; a session named, continued or forked
     is one it would have to keep: a usage error."""
-    from agi.sessions.session import MemorySession
-
     asked = [
         name
         for name, given in (
@@ -80,8 +77,6 @@ def ephemeral_session(settings: Settings, choice: SessionChoice) -> Session:
 
 def fresh_path(index: SessionIndex) -> Path:
     """A new session directory, made here: two runs starting at once never share one."""
-    from agi.sessions.files import make_private_dir
-
     while True:
         path = index.default_path()
         make_private_dir(path.parent)
@@ -98,12 +93,8 @@ def own_meter(settings: Settings, budget: Budget | None = None, own: Layer | Non
     --max-cost; with a `budget` shared with other runs, every call spends it too, and the run's
     own limit is only the one its layer `own` gives (the settings' is the budget's)."""
     if budget is not None:
-        from agi.engine.budget import BudgetedMeter
-
         limit = None if own is None else own.options.max_cost
         return BudgetedMeter(settings.prices, limit, budget)
-    from agi.providers.cost import Meter
-
     return Meter(settings.prices, settings.max_cost)
 
 

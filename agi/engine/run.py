@@ -17,12 +17,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.claude.extensions import command_settings, command_text
 from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
 from agi.engine.opening import context_for, make_view, open_session, own_meter
 from agi.engine.result import RunResult
-from agi.errors import Cancelled, SchemaFailed, TimeLimit
-from agi.messages import Reply, drain
+from agi.errors import Cancelled, Interrupted, LimitReached, SchemaFailed, TimeLimit
+from agi.messages import Reply, StepStart, UsageEvent, drain, user
 from agi.options.settings import Settings
+from agi.policy.environment import withhold
+from agi.policy.redaction import HeldText, redact, usable
+from agi.providers.capabilities import Formats
+from agi.providers.endpoint import require_key
+from agi.sessions.prune import prune_on_schedule
+from agi.structured.schema import JUDGE_SCHEMA, ghost_json, judge_instruction, schema_instruction
+from agi.structured.single import one_call_json
+from agi.tools.editor import through_editor
 from agi.version import __version__
 
 if TYPE_CHECKING:
@@ -34,8 +43,6 @@ if TYPE_CHECKING:
 
 def interruption(error: BaseException) -> str:
     """What a tool call cut short by `error` is told, as its result."""
-    from agi.errors import Interrupted, LimitReached
-
     if isinstance(error, KeyboardInterrupt):
         return "interrupted by the user"
     if isinstance(error, Interrupted):
@@ -64,18 +71,12 @@ class Run:
         meter = spec.meter
         self.meter = meter if meter is not None else own_meter(settings, spec.budget, spec.layer)
         require_prices(self.meter, settings)  # exit 2 before a session
-        from agi.providers.endpoint import require_key
-
         require_key(settings.model)  # so is a missing API key, named by its variable
         self.metered = spec.saved  # the meter's calls already added to the session's meta.json
         self.ctx = context_for(spec, settings, self.started, self.view.warn, self.meter)
-        from agi.policy.environment import withhold
-
         withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
         prepare_tools(settings, self.ctx, spec.mcp)  # --describe, MCP lists: usage errors first
         if spec.files is not None:  # Read, Write and Edit through an editor
-            from agi.tools.editor import through_editor
-
             self.ctx.tools = through_editor(list(self.ctx.tools or []), spec.files)
         self.built_for: Settings | None = None  # the settings the agent was assembled from
         self.verdict: dict[str, Any] | None = None
@@ -86,8 +87,6 @@ class Run:
         self.idle = threading.Event()  # no turn is being taken
         self.idle.set()
         self.described: dict[str, Any] = dict(spec.record)  # added to the run record
-        from agi.policy.redaction import HeldText
-
         self.streamed = HeldText(lambda: self.session.secrets)
         try:
             self.session: Session = open_session(settings, spec.session)
@@ -225,14 +224,10 @@ class Run:
         base = base or self.settings
         if not prompt.startswith("/"):  # the common case, without loading the commands' code
             return prompt, base
-        from agi.claude.extensions import command_settings
-
         found = command_settings(prompt, base, builtins)
         if found is None:
             return prompt, base
         expansion, settings = found
-        from agi.claude.extensions import command_text
-
         with self.locked() as session:
             text = command_text(expansion, settings, self.ctx, session.trace)
         return text, settings
@@ -271,10 +266,6 @@ class Run:
     def answer_in_one_call(self, prompt: str, settings: Settings) -> RunResult:
         """The prompt sent with the schema (agi.structured.single); the valid JSON is the
         answer, then --exit-code's exchange as after any turn."""
-        from agi.messages import StepStart, UsageEvent, user
-        from agi.providers.capabilities import Formats
-        from agi.structured.single import one_call_json
-
         agent, session = self.assemble(settings), self.session
         session.append(user(prompt))
 
@@ -302,12 +293,8 @@ class Run:
         answer = text if answer is None else answer
         verdict, error, code = None, None, 0
         if settings.schema is not None:
-            from agi.structured.schema import schema_instruction
-
             answer = self.ghost(settings.schema, schema_instruction(settings.schema))
         if settings.judge is not None:
-            from agi.structured.schema import JUDGE_SCHEMA, judge_instruction
-
             try:
                 verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(settings.judge or None))
                 session.trace({"type": "judgement", **verdict})
@@ -349,10 +336,6 @@ class Run:
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session); a
         request refused for its length compacts the session and is sent once more."""
-        from agi.messages import StepStart, UsageEvent
-        from agi.providers.capabilities import Formats
-        from agi.structured.schema import ghost_json
-
         agent = self.agent
 
         def handle(event: Event) -> None:
@@ -442,8 +425,6 @@ class Run:
         age = self.settings.keep_sessions
         if age is None or self.settings.ephemeral:
             return
-        from agi.sessions.prune import prune_on_schedule
-
         try:
             prune_on_schedule(self.settings.home, age)
         except OSError as e:
@@ -451,8 +432,6 @@ class Run:
 
     def redact(self, text: str) -> str:
         """`text` without the API key (for stdout and stderr, like the session's files)."""
-        from agi.policy.redaction import redact, usable
-
         session = getattr(self, "session", None)
         if session is not None:
             return str(session.redact(text))
