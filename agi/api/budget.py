@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from agi.engine.budget import BudgetedMeter
-from agi.errors import CostLimit
+from agi.errors import CostLimit, UsageError
 from agi.messages import Usage
 from agi.providers.cost import REPORTS_COST, missing_price, money
 
@@ -65,6 +65,4 @@ class BudgetMeter(BudgetedMeter):
     def require(self, label: str, model: str) -> None:
         super().require(label, model)
         if self.price(label, model) is None and label.partition(":")[0] not in REPORTS_COST:
-            from agi.errors import UsageError
-
             raise UsageError(missing_price(label).replace("--max-cost", "agi.Budget"))

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agi.engine.result import RunResult
+from agi.engine.result import RunResult, redact_values
+from agi.frontends.views.jsonl import event_dict
 from agi.messages import Usage
 
 
@@ -128,9 +129,6 @@ KINDS: dict[str, type[Event]] = {
 def typed(event: Any, redact: Callable[[str], str]) -> Event | None:
     """The engine's event (agi.messages) as its typed object, the API key taken out of its
     texts; None for one `--output jsonl` does not show."""
-    from agi.engine.result import redact_values
-    from agi.frontends.views.jsonl import event_dict
-
     kind = KINDS.get(getattr(event, "type", ""))
     if kind is None:
         return None

@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agi.api.budget import Budget, BudgetMeter
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import ConfigError, UsageError
-
-if TYPE_CHECKING:
-    from agi.engine.spec import RunSpec
-    from agi.options.settings import Settings
+from agi.options.settings import Settings
+from agi.options.values import layer_from_kwargs
+from agi.policy.redaction import redact, usable
 
 OWN = ("isolated", "cwd", "stdin", "session", "ask", "budget")  # not options of the table
 ANSWERS = {"allow": "allow_once", "deny": "reject_once", "allow_always": "allow_always"}
@@ -34,12 +35,8 @@ class Call:
 
     def spec(self, view: Any, pool: Any) -> RunSpec:
         """The engine's spec for this call, its events going to `view`."""
-        from agi.engine.spec import RunSpec, SessionChoice
-
         meter = None
         if self.budget is not None:
-            from agi.api.budget import BudgetMeter
-
             meter = BudgetMeter(self.settings.prices, self.settings.max_cost, self.budget)
         return RunSpec(
             self.settings,
@@ -52,8 +49,6 @@ class Call:
         )
 
     def redact(self, text: str) -> str:
-        from agi.policy.redaction import redact, usable
-
         return redact(text, usable([self.settings.model.api_key]))
 
 
@@ -70,11 +65,8 @@ def resolve(prompt: str, options: dict[str, Any], source: str) -> Call:
     if ask is not None and not callable(ask):
         raise UsageError(f"{source}: ask must be a function of an agi.AskRequest")
     budget = own.get("budget")
-    if budget is not None:
-        from agi.api.budget import Budget
-
-        if not isinstance(budget, Budget):
-            raise UsageError(f"{source}: budget must be an agi.Budget")
+    if budget is not None and not isinstance(budget, Budget):
+        raise UsageError(f"{source}: budget must be an agi.Budget")
     cwd = own.get("cwd")
     session = own.get("session")
     return Call(
@@ -91,9 +83,6 @@ def resolve(prompt: str, options: dict[str, Any], source: str) -> Call:
 def settings_for(options: dict[str, Any], source: str, isolated: bool) -> Settings:
     """The settings these options make, over the config file and the environment unless
     `isolated`; nothing is started."""
-    from agi.options.settings import Settings
-    from agi.options.values import layer_from_kwargs
-
     layer = layer_from_kwargs(source, **options)
     if isolated and layer.options.model is None:
         raise ConfigError(

@@ -11,10 +11,13 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from agi import engine
 from agi.api.events import Event, ResultEvent, typed
 from agi.api.options import Call, resolve
 from agi.engine.result import RunResult
 from agi.errors import AgiError, Cancelled, SchemaError
+from agi.frontends.views.terminal import Silent, Terminal
+from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
     import asyncio
@@ -31,8 +34,6 @@ def shared_pool() -> Any:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            from agi.providers.pool import ClientPool
-
             _POOL = ClientPool()
         return _POOL
 
@@ -50,8 +51,6 @@ class Job:
     def execute(self, view: Any) -> RunResult:
         """The run to its result (the API key taken out); an error raises, carrying the run's
         `result` so far; a judge that gave no verdict is a SchemaError carrying the answer."""
-        from agi import engine
-
         try:
             run = engine.open(self.call.spec(view, shared_pool()))
         except AgiError as e:
@@ -104,8 +103,6 @@ def quiet_view(call: Call) -> Any:
     """No events shown; warnings on stderr as the command line writes them in a pipe; with
     `verbose=True` the run as the terminal view shows it, on stderr."""
     import sys
-
-    from agi.frontends.views.terminal import Silent, Terminal
 
     if call.settings.verbose and not call.settings.quiet:
         return Terminal(color=sys.stderr.isatty(), spinner=False)

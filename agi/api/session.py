@@ -9,9 +9,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agi.api.options import resolve
 from agi.api.runs import AsyncStream, Job, Stream, quiet_view, threaded
 from agi.engine.result import RunResult
 from agi.errors import UsageError
+from agi.options.config import agi_home
+from agi.sessions.session import SessionIndex, fork
 
 
 class Session:
@@ -32,13 +35,8 @@ class Session:
         return self._path
 
     def _call(self, prompt: str, per_turn: dict[str, Any], source: str) -> Any:
-        from agi.api.options import resolve
-
         with self._lock:  # two threads starting a new session share the one directory
             if self._path is None:
-                from agi.options.config import agi_home
-                from agi.sessions.session import SessionIndex
-
                 self._path = SessionIndex(agi_home()).default_path()
         return resolve(prompt, {**self.options, **per_turn, "session": self._path}, source)
 
@@ -66,9 +64,6 @@ class Session:
         AGI_HOME), with the same options; this session is only read."""
         if self._path is None or not (self._path / "meta.json").exists():
             raise UsageError("agi.Session.fork(): nothing to fork: the session has no turn yet")
-        from agi.options.config import agi_home
-        from agi.sessions.session import SessionIndex, fork
-
         target = SessionIndex(agi_home()).default_path() if path is None else Path(path)
         fork(self._path, target)
         return Session(target, **self.options)
