@@ -204,3 +204,41 @@ def test_the_python_api(env, tmp_path, home) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == ["from python", True, None]
     assert tree(home) == []
+
+
+def test_hooks_run_and_get_no_transcript(agi, tmp_path, home) -> None:
+    """UserPromptSubmit and Stop hooks fire as usual; their transcript_path is empty (no file
+    is kept), and --schema keeps the ghost exchange that hooks may watch."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    hook = {
+        "hooks": [
+            {
+                "type": "command",
+                "command": f"cat >> {seen}/payloads.jsonl; echo >> {seen}/payloads.jsonl",
+            }
+        ]
+    }
+    settings = tmp_path / "hooks.json"
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [hook], "Stop": [hook]}}))
+    with FakeModel(text("It is spam."), text('{"kind": "spam"}')) as server:
+        r = agi(
+            "--ephemeral",
+            "--no-tools",
+            "--hooks",
+            str(settings),
+            "--schema",
+            "kind: str",
+            "classify",
+            server=server,
+        )
+    assert (r.returncode, r.stdout) == (0, '{"kind":"spam"}\n'), r.stderr
+    payloads = [
+        json.loads(line)
+        for line in (seen / "payloads.jsonl").read_text().split("\n")
+        if line.strip()
+    ]
+    assert [p["hook_event_name"] for p in payloads] == ["UserPromptSubmit", "Stop"]
+    assert all(p["transcript_path"] == "" for p in payloads)
+    assert len(server.requests) == 2
+    assert tree(home) == []
