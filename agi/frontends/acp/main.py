@@ -11,13 +11,17 @@ import argparse
 import asyncio
 from typing import Any
 
+from agi.errors import UsageError
+
 
 def serve(args: argparse.Namespace, flags: Any) -> int:
     """Serve until stdin closes (exit 0); `flags` is the command line's layer of options, for
     every session. Bad settings are a usage error before anything is served."""
+    # lazy: agi.frontends.acp.stdio loads asyncio
     from agi.frontends.acp import stdio as acp_stdio
 
     importing = acp_stdio.import_library()  # meanwhile: the settings, the first message
+    # lazy: agi.frontends.acp.server loads asyncio
     from agi.frontends.acp import server as acp_server
 
     server = acp_server.Server(args, flags)
@@ -33,8 +37,6 @@ def serve(args: argparse.Namespace, flags: Any) -> int:
     try:
         import acp  # noqa: F401
     except ImportError:
-        from agi.errors import UsageError
-
         raise UsageError(
             "--acp needs the agent-client-protocol package "
             "(pip install 'agi-cli[acp]', or pip install agent-client-protocol)"

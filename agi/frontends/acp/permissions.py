@@ -12,7 +12,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agi.errors import UsageError
 from agi.fileio import loads, read_text
+from agi.policy.guard import LEARNED
+from agi.policy.permissions import parse_rule
 
 MODES = {
     "default": ("Default", "Calls that can change something ask first"),
@@ -67,8 +70,6 @@ def bound_mode(server: str, asked: str) -> str:
     """The mode a session takes when the client asks for `asked` under the server's mode: a
     mode ACP has no id for stays when its nearest id is asked, and is never relaxed (only
     `plan`, which runs less, may replace it); UsageError otherwise."""
-    from agi.errors import UsageError
-
     if server not in NEAREST:
         return asked
     if asked == NEAREST[server]:
@@ -99,9 +100,6 @@ class SessionRules:
 
     def rules(self) -> list[Any]:
         """As agi.policy.permissions rules (a hand-edited bad one is skipped)."""
-        from agi.policy.guard import LEARNED
-        from agi.policy.permissions import parse_rule
-
         out = []
         for kind, texts in (("deny", self.deny), ("allow", self.allow)):
             for text in texts:
@@ -155,9 +153,6 @@ class EditorAsk:
         if answer in ("allow_always", "reject_always") and not request.suggestions:
             return "allow_once" if answer == "allow_always" else "reject_once"  # not offered
         if answer in ("allow_always", "reject_always"):
-            from agi.policy.guard import LEARNED
-            from agi.policy.permissions import parse_rule
-
             kind = "allow" if answer == "allow_always" else "deny"
             for rule in request.suggestions:  # one per command of the line
                 session.rules.add(answer, rule)
@@ -166,6 +161,7 @@ class EditorAsk:
 
     def answer(self, call: Any) -> str | None:
         """The option the person chose; None when nobody answered (dropped, client gone)."""
+        # lazy: agi.frontends.acp.bridge loads asyncio
         from agi.frontends.acp.bridge import Dropped
 
         try:

@@ -16,7 +16,13 @@ from agi import __version__
 from agi.errors import AgiError, UsageError
 from agi.frontends.acp import text as front
 from agi.frontends.acp.permissions import MODES, bound_mode, listed, modes_state, reported
-from agi.options.values import overlay
+from agi.frontends.acp.replay import replay
+from agi.frontends.acp.turn import open_run
+from agi.options.config import config_path, load_file
+from agi.options.settings import Settings
+from agi.options.values import env_layer, file_layer, overlay, resolve
+from agi.sessions.session import SessionIndex
+from agi.tools.mcp_config import McpSource
 
 SOURCE = "ACP session"  # the layer of a session's own options
 NOT_FOUND = -32002  # ACP's "resource not found": an unknown session
@@ -55,8 +61,6 @@ class Server:
     def settings_for(self, model: str | None, cwd: str | None = None) -> Any:
         """A session's settings: the command line's layer, then the session's own (its model;
         the sandbox's workspace, its directory, when no directory is named)."""
-        from agi.options.settings import Settings
-
         layers = [self.flags]
         if model:
             layers.append(overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=model))
@@ -67,9 +71,6 @@ class Server:
     def workspace_unnamed(self) -> bool:
         """Whether the sandbox is `workspace` with no --allow-write (nor the config file's or
         the environment's) naming its directories."""
-        from agi.options.config import config_path, load_file
-        from agi.options.values import env_layer, file_layer, resolve
-
         path = config_path()
         layers = [file_layer(load_file(path), path), env_layer(), self.flags]
         options = resolve(layers).options
@@ -78,14 +79,10 @@ class Server:
     def make_run(
         self, settings: Any, view: Any, session: Any, meter: Any = None, saved: int = 0
     ) -> Any:
-        from agi.frontends.acp.turn import open_run
-
         return open_run(settings, view, editor=session, meter=meter, saved=saved)
 
     def models(self, current: str) -> list[dict[str, str]]:
         """The model select: the session's model and every model the config file names."""
-        from agi.options.config import config_path, load_file
-
         try:
             data = load_file(config_path())
         except AgiError:
@@ -168,8 +165,6 @@ class Server:
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> Any:
         from acp.schema import NewSessionResponse
 
-        from agi.sessions.session import SessionIndex
-
         cwd = self._cwd(cwd)
         path = SessionIndex(self.home).default_path().resolve()
         session = await self._open(path, cwd, mcp_servers, loaded=False)
@@ -182,8 +177,6 @@ class Server:
         self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
     ) -> Any:
         from acp.schema import LoadSessionResponse
-
-        from agi.frontends.acp.replay import replay
 
         try:
             path = front.known_session(session_id)
@@ -250,6 +243,7 @@ class Server:
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> Any:
         from acp.schema import PromptResponse
 
+        # lazy: agi.frontends.acp.session loads asyncio
         from agi.frontends.acp.session import Failed
 
         session = self._session(session_id)
@@ -289,6 +283,7 @@ class Server:
         return session
 
     async def _open(self, path: Path, cwd: str, mcp_servers: Any, loaded: bool) -> Any:
+        # lazy: agi.frontends.acp.session loads asyncio
         from agi.frontends.acp.session import EditorSession
 
         old = self.sessions.get(str(path))
@@ -318,6 +313,7 @@ class Server:
     async def main(self, unread: bytes = b"") -> None:
         from acp import run_agent
 
+        # lazy: agi.frontends.acp.stdio loads asyncio
         from agi.frontends.acp.stdio import streams
 
         if not self.verbose:  # the library logs failures (tracebacks) to stderr: -v shows them
@@ -346,8 +342,6 @@ class Server:
 
 def mcp_sources(servers: Any) -> list[Any]:
     """session/new's `mcpServers` as agi's MCP sources (stdio, http, sse)."""
-    from agi.tools.mcp_config import McpSource
-
     table: dict[str, Any] = {}
     for server in servers or []:
         data = (

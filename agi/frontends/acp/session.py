@@ -8,10 +8,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from agi.claude.commands import first_word
 from agi.errors import AgiError, Cancelled, StepLimit
 from agi.frontends.acp import tools as acp_tools
 from agi.frontends.acp.bridge import Bridge, EditorFiles, EditorView
 from agi.frontends.acp.permissions import SessionRules
+from agi.messages import Usage
 from agi.policy.environment import in_use
 from agi.policy.redaction import redact_values
 
@@ -63,8 +65,6 @@ class EditorSession:
         if self.run is not None:
             self.run.close()
             self.run = None
-        from agi.messages import Usage
-
         settings = self.server.settings_for(self.model, self.cwd)
         self.learned = self.rules.rules()  # the run's spec gives them; "always" answers join
         self.label = settings.model.label
@@ -140,8 +140,6 @@ class EditorSession:
     def _turn(self, run: Any, text: str) -> str:
         """The prompt as the run's turn (its clock, a `/command`, SessionStart's context), or
         the `/compact` it names."""
-        from agi.claude.commands import first_word
-
         if first_word(text) == "compact":
             summary = run.compact(text.strip()[len("/compact") :].strip())
             message = summary or "nothing to compact: the session holds no conversation"

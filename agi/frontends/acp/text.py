@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
+from agi.sessions.session import iter_sessions, read_meta
 
 RESOURCE_LIMIT = 256 * 1024  # bytes of a linked file put into the prompt
 
@@ -83,8 +84,6 @@ def _iso(stamp: str) -> str:
 
 def list_sessions(home: Path, cwd: str | None) -> list[dict[str, Any]]:
     """agi's sessions, newest first; with `cwd`, those begun in that directory."""
-    from agi.sessions.session import iter_sessions, read_meta
-
     out = []
     for path in iter_sessions(home):
         meta = read_meta(path)

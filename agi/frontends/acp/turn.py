@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from agi import engine
 from agi.engine.run import Run
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.frontends.acp.permissions import EditorAsk
 
 
 def open_run(settings: Any, view: Any, editor: Any, meter: Any = None, saved: int = 0) -> Run:
     """The run for `editor` (an EditorSession): its inputs given once, in the spec."""
-    from agi import engine
-    from agi.engine.spec import RunSpec, SessionChoice
-
     spec = RunSpec(
         settings,
         cwd=editor.cwd,

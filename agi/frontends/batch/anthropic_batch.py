@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agi.errors import ProviderError
 from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
 from agi.frontends.batch.openai_batch import messages_for, schema_format
 from agi.providers.anthropic import ANSWER, AnthropicMessages, anthropic_error
@@ -58,8 +59,6 @@ class AnthropicBatches:
         )
         batch_id = body.get("id")
         if not isinstance(batch_id, str):
-            from agi.errors import ProviderError
-
             raise ProviderError(f"anthropic batch: malformed response: {str(body)[:200]}")
         return batch_id
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from agi.errors import UsageError
 from agi.fileio import loads
+from agi.process import STDIN_LIMIT
 
 MAX_JOBS = 100_000  # jobs one batch holds (docs: batch); the input is read whole before any runs
 
@@ -128,8 +129,6 @@ def open_input(name: str, limit: int | None = None) -> Iterator[bytes]:
     import os
     import sys
 
-    from agi.process import STDIN_LIMIT
-
     limit = limit or STDIN_LIMIT
     shown = "stdin" if name == "-" else f"--batch file {name}"
     try:
@@ -201,6 +200,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     """`--shard K/N` (0 <= K < N) as (K, N)."""
     if text is None:
         return None
+    # lazy: the name number is a local one here
     from agi.options.checks import number
 
     k, slash, n = text.partition("/")

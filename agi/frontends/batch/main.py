@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import UsageError
+from agi.frontends.batch import provider_batch
 from agi.frontends.batch.jobs import (
     BatchJob,
     done_keys,
@@ -29,6 +30,13 @@ from agi.frontends.batch.jobs import (
 )
 from agi.frontends.batch.runner import LocalRuns, Plan, Stop, run_all
 from agi.frontends.batch.shared import Budget, Outcome, Progress, Writer
+from agi.options.settings import Settings
+from agi.policy.environment import withhold
+from agi.policy.redaction import usable
+from agi.process import arm_alarm, hide_keys
+from agi.providers.cost import Meter
+from agi.providers.endpoint import Unconfigured
+from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
     import argparse
@@ -79,9 +87,6 @@ class Tally:
 def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
     """Every job's settings, loaded and checked before anything runs (a bad schema or an
     unreadable sys file is a usage error naming the line); the API keys they use."""
-    from agi.providers.cost import Meter
-    from agi.providers.endpoint import Unconfigured
-
     keys: set[str | None] = {plan.base.model.api_key}
     base = plan.base.model
     Meter(plan.base.prices, budget.limit).require(base.label, base.model)  # the flags' model
@@ -98,8 +103,6 @@ def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
                 raise
             raise UsageError(f"{job.source}: {e}") from None
         keys.add(settings.model.api_key)
-    from agi.policy.redaction import usable
-
     return usable([k for k in keys if k])
 
 
@@ -107,8 +110,6 @@ def read_input(name: str, base: Any) -> list[BatchJob]:
     """The jobs, read within --timeout (a pipe that never ends is no batch) and the bounds of
     `stdin_limit` (docs: batch)."""
     import time
-
-    from agi.process import arm_alarm
 
     if base.timeout:
         arm_alarm(time.monotonic(), base.timeout)
@@ -121,11 +122,6 @@ def read_input(name: str, base: Any) -> list[BatchJob]:
 def batch(args: argparse.Namespace, layer: Layer) -> int:
     """Read, check, run; the exit status (0 all done, 1 a job failed, 4 the budget stopped
     the batch, 130/143 interrupted)."""
-    from agi.options.settings import Settings
-    from agi.policy.environment import withhold
-    from agi.process import hide_keys
-    from agi.providers.pool import ClientPool
-
     check_args(args)
     shard = parse_shard(args.shard)
     base = Settings.load(layer)
@@ -142,8 +138,6 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     if out is not None:
         lock_out(out)  # held until the process ends: no second batch runs these jobs
     if getattr(args, "batch_api", None):  # the provider's batches (docs: batch)
-        from agi.frontends.batch import provider_batch
-
         tty = sys.stderr.isatty() and not base.quiet
         try:
             return provider_batch.batch(args, plan, jobs, out, secrets, tty)

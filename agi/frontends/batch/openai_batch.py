@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agi.errors import ProviderError
 from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
 from agi.messages import user
+from agi.providers.capabilities import request_format
 from agi.providers.chat import request_body, request_headers
 from agi.providers.errors import error_message, provider_error
 from agi.providers.usage import parse_usage
@@ -34,8 +36,6 @@ def schema_format(settings: Any) -> dict[str, Any]:
     """--schema's structured output in the request (json_schema, as a live run first asks)."""
     if settings.schema is None:
         return {}
-    from agi.providers.capabilities import request_format
-
     return request_format("json_schema", settings.schema)
 
 
@@ -120,8 +120,6 @@ class OpenAIBatches:
 
 
 def raise_malformed(what: str, body: Any) -> None:
-    from agi.errors import ProviderError
-
     raise ProviderError(f"openai batch: {what}: malformed response: {str(body)[:200]}")
 
 

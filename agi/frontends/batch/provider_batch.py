@@ -26,11 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 from agi.engine.result import RunResult
 from agi.errors import AgiError, ProviderError, UsageError
+from agi.frontends.batch.anthropic_batch import AnthropicBatches
 from agi.frontends.batch.batch_http import Answer, BatchApi, Polled
 from agi.frontends.batch.batch_progress import BatchProgress, Interrupts
 from agi.frontends.batch.batch_record import Sent, State, written_after
-from agi.frontends.batch.jobs import BatchJob
+from agi.frontends.batch.jobs import BatchJob, done_keys
+from agi.frontends.batch.openai_batch import OpenAIBatches
 from agi.frontends.batch.shared import Outcome, Writer
+from agi.messages import Usage
+from agi.policy.redaction import redact
+from agi.providers.cost import batch_price
+from agi.providers.endpoint import require_key
+from agi.providers.protocols import NAMES, protocol
+from agi.structured.schema import SchemaInvalid, build_validator
 
 if TYPE_CHECKING:
     import argparse
@@ -90,18 +98,12 @@ def env_number(name: str, default: float, integer: bool = False) -> float:
 
 def api_for(api: str, settings: Settings) -> BatchApi:
     if api == "openai":
-        from agi.frontends.batch.openai_batch import OpenAIBatches
-
         return OpenAIBatches(settings.model)
-    from agi.frontends.batch.anthropic_batch import AnthropicBatches
-
     return AnthropicBatches(settings.model)
 
 
 def one_call(api: str, job: BatchJob, settings: Settings) -> None:
     """A job a provider batch can answer in one call; else a usage error naming its line."""
-    from agi.providers.protocols import NAMES, protocol
-
     where = job.source
     if "session" in job.options:
         raise UsageError(f"{where}: --batch-api answers in one call: no session to continue")
@@ -117,8 +119,6 @@ def one_call(api: str, job: BatchJob, settings: Settings) -> None:
             f"{where}: --batch-api {api} sends {NAMES[PROTOCOL[api]]} requests; "
             f"{settings.model.label} speaks the {NAMES[kind]}"
         )
-    from agi.providers.endpoint import require_key
-
     require_key(settings.model)
 
 
@@ -272,9 +272,6 @@ class ProviderBatches:
 
     def outcome(self, key: str, answer: Answer) -> Outcome:
         """A job's line: its answer (validated under --schema), its usage at the batch price."""
-        from agi.messages import Usage
-        from agi.providers.cost import batch_price
-
         job = self.by_key.get(key)
         job_id = job.id if job is not None else json.loads(key)
         settings = self.plan.settings(job) if job is not None else self.plan.base
@@ -292,8 +289,6 @@ class ProviderBatches:
             return Outcome(job_id, RunResult.failed(Coded(answer.error, answer.code), base))
         value: Any = answer.text
         if settings.schema is not None:
-            from agi.structured.schema import SchemaInvalid, build_validator
-
             try:
                 value = build_validator(settings.schema).validate(answer.text or "")
             except SchemaInvalid as e:
@@ -336,9 +331,6 @@ def batch(
 ) -> int:
     """Check, submit, wait, write; the exit status (0 every job answered, 1 one failed, 130
     or 143 interrupted)."""
-    from agi.frontends.batch.jobs import done_keys
-    from agi.policy.redaction import redact
-
     api = check_flags(args)
     done = done_keys(out) if out is not None else set()
     todo = [job for job in jobs if job.key not in done]

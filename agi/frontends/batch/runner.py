@@ -18,15 +18,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agi import engine
 from agi.engine.result import RunResult
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError
 from agi.frontends.batch.jobs import BatchJob
 from agi.frontends.batch.shared import Budget, BudgetSpent, Outcome
 from agi.frontends.views.terminal import Silent
+from agi.options.settings import Settings
 from agi.options.values import overlay
+from agi.providers.endpoint import Unconfigured, configured_providers, require_configured
 
 if TYPE_CHECKING:
-    from agi.options.settings import Settings
     from agi.options.values import Layer
 
 PER_JOB = ("timeout", "max_steps", "max_cost")  # the job's own layer, over its settings
@@ -39,8 +42,6 @@ class Plan:
 
     def __init__(self, base: Settings, layer: Layer):
         self.base, self.layer = base, layer
-        from agi.providers.endpoint import configured_providers
-
         self.configured = configured_providers(layer)  # the providers a job's model may use
         self._loaded: dict[str, Settings] = {}
         self._lock = threading.Lock()
@@ -66,8 +67,6 @@ class Plan:
     def _load(self, job: BatchJob, given: dict[str, Any]) -> Settings:
         if not given:
             return self.base
-        from agi.options.settings import Settings
-
         schema = given.get("schema")
         if isinstance(schema, dict):
             schema = json.dumps(schema)
@@ -83,8 +82,6 @@ class Plan:
         )
         settings = Settings.load(self.layer, job_layer)
         if given.get("model") is not None:  # on a provider the operator configured
-            from agi.providers.endpoint import require_configured
-
             field = f"{job.source}: model"
             require_configured(settings.model, self.base.model, self.configured, field)
         return settings
@@ -120,8 +117,6 @@ def run_all(
 ) -> None:
     """Each job to the first backend that accepts it, the backends side by side; the last one
     (`LocalRuns`, which takes every job) runs on this thread, which stays free for signals."""
-    from agi.providers.endpoint import Unconfigured
-
     groups: list[list[BatchJob]] = [[] for _ in backends]
     for job in jobs:
         try:
@@ -225,9 +220,6 @@ class LocalRuns:
 
     def one(self, job: BatchJob, stop: Stop) -> Outcome | None:
         """One job to its outcome; None when a hard stop cut it short (nothing is written)."""
-        from agi import engine
-        from agi.engine.spec import RunSpec, SessionChoice
-
         run = None
         try:
             session = job.options.get("session")

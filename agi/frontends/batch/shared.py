@@ -16,6 +16,7 @@ from typing import Any
 from agi.engine.result import RunResult, batch_record
 from agi.errors import CostLimit, UsageError
 from agi.messages import Usage
+from agi.policy.redaction import redact, redact_values
 from agi.providers.cost import money
 
 
@@ -34,8 +35,6 @@ class Outcome:
 
     def line(self, secrets: list[str] | None = None) -> str:
         """The JSON line, `secrets` redacted value by value (docs: security)."""
-        from agi.policy.redaction import redact_values
-
         record = redact_values(batch_record(self.result, self.id), secrets or [])
         return json.dumps(record, ensure_ascii=False) + "\n"
 
@@ -69,8 +68,6 @@ class Writer:
 
     def write(self, outcome: Outcome) -> bool:
         """Write one line; False when it could not be appended to FILE (see `failed`)."""
-        from agi.policy.redaction import redact
-
         line = redact(outcome.line(self.secrets), self.secrets)
         with self.lock:
             data = line.encode("utf-8", "surrogateescape")

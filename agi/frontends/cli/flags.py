@@ -8,6 +8,7 @@ import argparse
 
 from agi import __version__
 from agi.errors import UsageError
+from agi.options.table import OPTIONS, ordered
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: --version and --help import neither typing
 if TYPE_CHECKING:  # nor pathlib nor the engine
@@ -61,8 +62,6 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
 def build_parser() -> Parser:
     """`agi`'s parser from the option table (agi.options.table): every row with a flag, by
     section, in the table's order within each."""
-    from agi.options.table import ordered
-
     p = Parser(
         prog="agi",
         description=DESCRIPTION,
@@ -114,7 +113,7 @@ def flags_layer(args: argparse.Namespace) -> Layer:
     """The command line's layer of options: only what the flags say (a switch given stands for
     its row's `given` value: `--no-checkpoints` is `checkpoints = false`). Errors name the
     flag (`--sys`, `--plugin-dir`)."""
-    from agi.options.table import OPTIONS
+    # lazy: agi --version loads this module, not that one
     from agi.options.values import layer_from_values
 
     values: dict[str, Any] = {}

@@ -7,8 +7,22 @@ import signal
 import sys
 import time
 
-from agi.errors import AgiError, Interrupted, UsageError
+from agi.errors import AgiError, CostLimit, Interrupted, UsageError
 from agi.frontends.cli.flags import build_parser, flags_layer, rewinding, rewrite
+from agi.policy.decoding import from_argv, from_bytes
+from agi.process import (
+    OutputFailed,
+    arm_alarm,
+    end_run,
+    exit_now_if_stuck,
+    flush_stdout,
+    hide_keys,
+    interrupt_on,
+    notice_if_silent,
+    read_stdin,
+    silence_stdout,
+    standard_streams,
+)
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: --version and --help import neither typing
 if TYPE_CHECKING:  # nor pathlib nor the engine
@@ -20,16 +34,11 @@ def read_prompt(args: argparse.Namespace, limit: int | None = None) -> str:
     """The prompt words, with stdin appended as a context block (or stdin alone); bytes that
     are not UTF-8 (`agi $'caf\\xe9'`) become U+FFFD. stdin is read up to `limit` bytes (the
     caller has armed --timeout)."""
-    from agi.policy.decoding import from_argv, from_bytes
-    from agi.process import read_stdin
-
     prompt = " ".join(from_argv(word) for word in args.prompt).strip()
     stdin = sys.stdin
     piped = ""
     if not args.no_stdin and stdin is not None and not stdin.isatty():
         if prompt:  # a supervisor may leave stdin open: say so after a silence (docs: volume)
-            from agi.process import notice_if_silent
-
             notice_if_silent(stdin.buffer)
         piped = from_bytes(read_stdin(stdin.buffer, limit))
     if prompt and piped.strip():
@@ -45,8 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     """`agi`: the run, then its cleanup (SessionEnd hooks, what the tools started) whatever
     happened. SIGHUP is taken like SIGTERM (exit 129); a signal during the cleanup cuts it
     short, and after a finished run it still sets the exit code (docs: exit-codes)."""
-    from agi.process import end_run, exit_now_if_stuck, interrupt_on, standard_streams
-
     started = time.monotonic()
     if argv is None:  # the real process, not a test calling main() in-process
         standard_streams()
@@ -65,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
 def flush(code: int) -> int:
     """What is left for stdout, now: a failure is still reported; a reader that went away
     (EPIPE) is exit 141, quietly, as for filters killed by SIGPIPE."""
-    from agi.process import OutputFailed, flush_stdout
-
     try:
         gone = flush_stdout()
     except OutputFailed as e:
@@ -76,8 +81,6 @@ def flush(code: int) -> int:
 
 def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
     """Parse, run, and turn what went wrong into one line and an exit code."""
-    from agi.process import silence_stdout
-
     try:
         try:
             args = build_parser().parse_args(rewrite(sys.argv[1:] if argv is None else argv))
@@ -105,20 +108,24 @@ def serve(args: argparse.Namespace) -> int | None:
     if rewinding(args) and args.ephemeral:
         raise UsageError("--ephemeral keeps no session: it cannot be used with --rewind")
     if args.prune is not None:  # old sessions removed (docs: volume)
+        # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.cli.prune import prune_command
 
         return prune_command(args)
     if args.list_sessions or args.show or rewinding(args):
         return inspect(args)
     if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
+        # lazy: agi.frontends.acp.main loads asyncio
         from agi.frontends.acp.main import serve
 
         return serve(args, flags_layer(args))
     if args.mcp_serve:  # other agents call agi as an MCP tool until stdin closes
+        # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.mcp.serve import main as serve_mcp
 
         return serve_mcp(args)
     if args.batch is not None or args.jobs or args.batch_out or args.shard or args.batch_api:
+        # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.batch.main import batch  # many prompts, one process (section 19)
 
         return batch(args, flags_layer(args))
@@ -127,14 +134,13 @@ def serve(args: argparse.Namespace) -> int | None:
 
 def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
     """A prompt, the REPL or --compact, on one session."""
-    from agi.process import arm_alarm, hide_keys
-
     if args.cont and (args.session or args.fork):
         raise UsageError("--continue cannot be used with --session or --fork")
     if args.compact and (args.repl or args.fork or not (args.session or args.cont)):
         raise UsageError("--compact works on a session: give -s DIR or -c (not -i, --fork)")
     if args.compact and (args.schema or args.exit_code is not None):
         raise UsageError("--compact prints the summary: it takes no --schema or --exit-code")
+    # lazy: a front end, loaded when the command line dispatches to it
     from agi.frontends.cli import oneshot  # after parsing: --version and --help stay light
 
     if args.timeout and not args.repl:  # the files the options name are read within it too
@@ -151,6 +157,7 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
     hide_keys(settings.model.api_key)  # from stdout, stderr and every child's environment
     run = oneshot.open_run(args, settings, started, runs)
     if args.repl:
+        # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.cli.repl import repl
 
         return repl(run)
@@ -162,13 +169,17 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
 def settings_for(args: argparse.Namespace) -> Settings | None:
     """The run's settings from the command line's layer; None once --list-extensions has
     printed its listing. Nothing is run: a `/command` prompt is expanded inside the run."""
+    # lazy: a front end, loaded when the command line dispatches to it
     from agi.options.settings import Settings
+
+    # lazy: a front end, loaded when the command line dispatches to it
     from agi.options.values import Options
 
     listing = args.list_extensions  # a listing needs no model configured
     defaults = Options(model="openai:none") if listing else None
     settings = Settings.load(flags_layer(args), defaults=defaults)
     if listing:
+        # lazy: a front end, loaded when the command line dispatches to it
         from agi.claude.extensions import inventory
 
         sys.stdout.write(inventory(settings))
@@ -179,12 +190,16 @@ def settings_for(args: argparse.Namespace) -> Settings | None:
 def inspect(args: argparse.Namespace) -> int:
     """--list-sessions and --show: read-only views of the sessions; --rewind (section 18)."""
     if rewinding(args):
+        # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.cli.rewind import rewind_command
 
         return rewind_command(args)
     from pathlib import Path
 
+    # lazy: a front end, loaded when the command line dispatches to it
     from agi.frontends.cli.transcript import list_sessions, show
+
+    # lazy: a front end, loaded when the command line dispatches to it
     from agi.options.config import agi_home
 
     text = list_sessions(agi_home()) if args.list_sessions else show(Path(args.show))
@@ -201,13 +216,12 @@ def fail(error: AgiError, run: Run | None, result: bool = True) -> int:
     if run is not None:
         try:
             if result:
+                # lazy: a front end, loaded when the command line dispatches to it
                 from agi.frontends.cli.oneshot import write_failure
 
                 write_failure(run, error)
         except (AgiError, KeyboardInterrupt, OSError):
             pass
-        from agi.errors import CostLimit
-
         kept = error.exit_code in (4, 129, 130, 143) and not isinstance(error, CostLimit)
         session = run.result(error).session
         if session is not None and kept:  # the contract's cost line stands alone
@@ -217,6 +231,7 @@ def fail(error: AgiError, run: Run | None, result: bool = True) -> int:
     if view is not None:
         view.close()
     detail = getattr(error, "detail", "")  # a bad --schema: the text, and a caret under the fault
+    # lazy: a front end, loaded when the command line dispatches to it
     from agi.frontends.views.terminal import escape_controls  # a provider's text may hold sequences
 
     message, detail = escape_controls(message), escape_controls(str(detail or ""))

@@ -11,10 +11,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi import engine
+from agi.engine.opening import make_view
+from agi.engine.result import RunResult
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import UsageError
+from agi.frontends.cli.repl import Streamed
+from agi.frontends.views.jsonl import event_line, result_line
+from agi.frontends.views.terminal import escape_controls
 
 if TYPE_CHECKING:
-    from agi.engine.result import RunResult
     from agi.engine.run import Run
     from agi.errors import AgiError
     from agi.options.settings import Settings
@@ -27,8 +33,6 @@ class EventLines:
         self.inner, self.redact = inner, redact
 
     def handle(self, event: Any) -> None:
-        from agi.frontends.views.jsonl import event_line
-
         self.inner.handle(event)
         sys.stdout.write(shown(self.redact(event_line(event)), json_text=True))
         sys.stdout.flush()
@@ -45,11 +49,10 @@ class Unopened:
         self.settings, self.view, self.partial = settings, view, partial
 
     def result(self, error: BaseException | None = None) -> RunResult:
-        from agi.engine.result import RunResult
-
         return self.partial if error is None else RunResult.failed(error, self.partial)
 
     def redact(self, text: str) -> str:
+        # lazy: the name redact is a local one here
         from agi.policy.redaction import redact, usable
 
         return redact(text, usable([self.settings.model.api_key]))
@@ -64,16 +67,11 @@ class Unopened:
 def open_run(args: argparse.Namespace, settings: Settings, started: float, runs: list[Any]) -> Run:
     """The run the flags ask for, opened through the engine's door; `runs` gets it (or what
     `fail` needs of it when its session could not be opened)."""
-    from agi import engine
-    from agi.engine.opening import make_view
-    from agi.engine.spec import RunSpec, SessionChoice
-
     view = make_view(settings, interactive=args.repl)
     if args.repl:
-        from agi.frontends.cli.repl import Streamed
-
         view = Streamed(view)  # the answer streams to stdout as it comes
     elif settings.output == "jsonl":
+        # lazy: the name redact is a local one here
         from agi.policy.redaction import redact, usable
 
         secrets = usable([settings.model.api_key])
@@ -133,8 +131,6 @@ def write_result(run: Any, result: RunResult) -> None:
     """The answer as the run's --output asks: text, JSON under --schema, or the result object."""
     settings, answer = run.settings, result.answer
     if settings.output in ("json", "jsonl"):
-        from agi.frontends.views.jsonl import result_line
-
         line = result_line(result, settings.output == "jsonl")
         sys.stdout.write(shown(run.redact(line), True))
     elif answer is not None and settings.schema is not None:
@@ -159,8 +155,6 @@ def shown(text: str, json_text: bool = False) -> str:
         import re
 
         return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group(0)):04x}", text)
-    from agi.frontends.views.terminal import escape_controls
-
     return escape_controls(text)
 
 

@@ -7,12 +7,11 @@ import argparse
 import sys
 
 from agi.errors import UsageError
+from agi.options.config import agi_home
+from agi.sessions.prune import age_of, prune
 
 
 def prune_command(args: argparse.Namespace) -> int:
-    from agi.options.config import agi_home
-    from agi.sessions.prune import age_of, prune
-
     if args.prompt:
         raise UsageError("--prune takes no prompt")
     age = age_of(args.prune, "--prune")

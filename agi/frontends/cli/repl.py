@@ -6,7 +6,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agi.claude.commands import listing
+from agi.claude.extensions import BUILTINS
 from agi.errors import AgiError, Interrupted, UsageError
+from agi.frontends.views.terminal import escape_controls
+from agi.messages import AssistantText, TextDelta
 from agi.options.values import overlay
 
 HELP = """\
@@ -83,8 +87,6 @@ def command(talk: Conversation, line: str) -> None:
         print(summary or "(nothing to compact)")
     elif name == "/help":
         print(HELP, file=sys.stderr)
-        from agi.claude.commands import listing
-
         for command, summary, _ in listing(talk.settings.commands):
             print(f"  {command}  {summary}".rstrip(), file=sys.stderr)
     else:
@@ -98,11 +100,7 @@ class Streamed:
         self.inner = inner
 
     def handle(self, event: Any) -> None:
-        from agi.messages import AssistantText, TextDelta
-
         if isinstance(event, TextDelta):
-            from agi.frontends.views.terminal import escape_controls
-
             sys.stdout.write(escape_controls(event.text))  # the REPL's stdout is a terminal
             sys.stdout.flush()
         elif isinstance(event, AssistantText):
@@ -117,8 +115,6 @@ class Streamed:
 def one_turn(talk: Conversation, line: str) -> None:
     """A prompt, or a `/NAME args` line: the turn is assembled from its own settings (a
     command's allow rules and model hold for that turn only)."""
-    from agi.claude.extensions import BUILTINS
-
     talk.run.turn(line, talk.settings, BUILTINS)
     sys.stdout.write("\n")
     sys.stdout.flush()

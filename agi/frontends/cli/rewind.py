@@ -17,7 +17,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agi.checkpoints.rewind import (
+    apply_files,
+    changed_in,
+    plan_files,
+    read_turns,
+    record_rewind,
+    rewind_conversation,
+)
+from agi.checkpoints.shadow import ShadowError
+from agi.checkpoints.snapshots import OFF, owner_of, repair_records
 from agi.errors import AgiError, UsageError
+from agi.options.config import agi_home, config_path, load_file, resolve_model
+from agi.options.values import env_layer, file_layer, resolve
+from agi.policy.decoding import one_line
+from agi.policy.environment import SECRETS
+from agi.sessions.session import Session, SessionIndex
 
 
 def _which(args: argparse.Namespace) -> tuple[str, int | None]:
@@ -43,9 +58,6 @@ def _which(args: argparse.Namespace) -> tuple[str, int | None]:
 
 
 def _session_path(args: argparse.Namespace) -> Path:
-    from agi.options.config import agi_home
-    from agi.sessions.session import SessionIndex
-
     if args.prompt:
         raise UsageError("--rewind takes no prompt (a turn number goes right after it)")
     if args.cont and args.session:
@@ -63,11 +75,6 @@ def _session_path(args: argparse.Namespace) -> Path:
 
 
 def rewind_command(args: argparse.Namespace) -> int:
-    from agi.checkpoints.rewind import read_turns
-    from agi.checkpoints.snapshots import repair_records
-    from agi.options.config import agi_home
-    from agi.sessions.session import Session
-
     kind, number = _which(args)
     path = _session_path(args)
     home = agi_home()
@@ -99,8 +106,6 @@ def rewind_command(args: argparse.Namespace) -> int:
 def _rewind(
     session: Any, turns: list[Any], turn: Any, kind: str, dry: bool, home: Path, as_json: bool
 ) -> int:
-    from agi.checkpoints.rewind import record_rewind, rewind_conversation
-
     n = turn.number
     plan, actions, done, failed = None, [], [], []
     if kind in ("both", "files"):
@@ -141,10 +146,6 @@ def _rewind(
 def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tuple[Any, ...]:
     """Plan (and unless `dry`, carry out) the rewind of the files: (plan, actions, done,
     failed)."""
-    from agi.checkpoints.rewind import apply_files, plan_files
-    from agi.checkpoints.shadow import ShadowError
-    from agi.checkpoints.snapshots import OFF
-
     secrets = [os.fsencode(k) for k in known_keys()]  # the rewind's own snapshot keeps none
     try:
         plan = plan_files(turns, n, home, session.path, dry, secrets)
@@ -169,13 +170,8 @@ def known_keys() -> set[str]:
     """The API keys a run here would use (the config file's and the environment's): the
     snapshot a rewind takes keeps no file holding one, as a run's does (docs: checkpoints).
     Best effort: a configuration that does not resolve still leaves AGI_API_KEY."""
-    from agi.policy.environment import SECRETS
-
     keys = {*SECRETS, os.environ.get("AGI_API_KEY") or ""}
     try:
-        from agi.options.config import config_path, load_file, resolve_model
-        from agi.options.values import env_layer, file_layer, resolve
-
         path = config_path()
         key = resolve_model(resolve([file_layer(load_file(path), path), env_layer()]), path).api_key
         keys.add(key or "")
@@ -217,10 +213,6 @@ def quoted(path: str) -> str:
 
 def listing(path: Path, home: Path, as_json: bool = False) -> str:
     """The session's turns: number, time, the prompt's first line, the files changed."""
-    from agi.checkpoints.rewind import changed_in, read_turns
-    from agi.checkpoints.snapshots import OFF, owner_of
-    from agi.policy.decoding import one_line
-
     turns, rewinds = read_turns(path, home)
     owner = owner_of(path)
     rows: list[dict[str, Any]] = []

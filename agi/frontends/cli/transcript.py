@@ -9,16 +9,17 @@ from typing import Any
 
 from agi.checkpoints.rewind import files_rewinds
 from agi.errors import UsageError
+from agi.messages import Usage
 from agi.policy.decoding import one_line
 from agi.policy.sandbox import Policy
 from agi.policy.text import escape_controls
+from agi.providers.cost import describe, money
+from agi.sessions.files import read_lines
 from agi.sessions.session import Session, iter_sessions, read_meta, session_size
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The objects of a JSON-lines file, read as a stream (lines at \\n only, not U+2028)."""
-    from agi.sessions.files import read_lines
-
     for line in read_lines(path):
         if line is None:  # over the bound: skipped
             continue
@@ -63,9 +64,6 @@ def usage_summary(recorded: Any, detail: bool = False) -> str:
     """A usage object as meta.json or the trace holds it: `1234 in, 56 out, $0.0123`."""
     if not isinstance(recorded, dict):
         return "usage unknown"  # a session from before agi recorded usage
-    from agi.messages import Usage
-    from agi.providers.cost import describe, money
-
     usage = Usage.from_dict(recorded)
     if detail:
         return describe(usage)

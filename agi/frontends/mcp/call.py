@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.engine.result import RunResult, mcp_structured
-from agi.errors import AgiError, UsageError
+from agi.errors import AgiError, CostLimit, UsageError
 
 USAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -313,8 +313,6 @@ def answer_text(answer: Any, schema: bool) -> str:
 def failure(error: AgiError, before: RunResult | None = None) -> Outcome:
     """A failed call: agi's one line, as the CLI would write it on stderr, and what the run
     had done (`before`)."""
-    from agi.errors import CostLimit
-
     message = " ".join(str(error).split()) or type(error).__name__
     session = before.session if before is not None else None
     if session is not None and error.exit_code == 4 and not isinstance(error, CostLimit):

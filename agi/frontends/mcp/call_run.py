@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agi import engine
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError, Cancelled
 from agi.frontends.mcp.call import (
     Call,
@@ -27,13 +29,15 @@ from agi.frontends.mcp.call import (
     failure,
 )
 from agi.frontends.views.terminal import Silent, describe_input
+from agi.messages import StepStart, ToolStart
+from agi.options.settings import Settings, model_for
 from agi.options.values import overlay
 from agi.policy.redaction import redact_values, usable
+from agi.providers.endpoint import configured_providers, require_configured
 from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
     from agi.engine.run import Run
-    from agi.options.settings import Settings
     from agi.options.values import Layer
 
 SOURCE = "MCP call"
@@ -52,15 +56,11 @@ class Base:
     @classmethod
     def load(cls, layer: Layer) -> Base:
         """Resolve the server's options once; a bad option or config fails the start (exit 2)."""
-        from agi.options.settings import Settings
-
         settings = Settings.load(layer, anchor=os.getcwd())  # rules where given (docs: security)
         for warning in settings.warnings:  # shown once, at start, not with every call
             sys.stderr.write(f"agi: {warning}\n")
         settings.warnings.clear()
         limits = Limits(settings.max_steps, settings.timeout, settings.max_cost)
-        from agi.providers.endpoint import configured_providers
-
         return cls(layer, settings, limits, configured=configured_providers(layer))
 
     def for_call(self, call: Call) -> Layer:
@@ -69,9 +69,6 @@ class Base:
         model resolved as `-m` would be with the server's other options, on a provider the
         operator configured (docs: security)."""
         if call.model is not None:
-            from agi.options.settings import model_for
-            from agi.providers.endpoint import require_configured
-
             model = model_for(self.layer, overlay(SOURCE, {"model": "model"}, model=call.model))
             require_configured(model, self.settings.model, self.configured, "model")
         return overlay(
@@ -105,8 +102,6 @@ class Progress(Silent):
         self.send = send
 
     def handle(self, event: Any) -> None:
-        from agi.messages import StepStart, ToolStart
-
         if isinstance(event, StepStart):
             self.send(f"model call {event.step}")
         elif isinstance(event, ToolStart):
@@ -155,9 +150,6 @@ class CallRun:
                     sys.stderr.write(f"agi: closing a call's run: {e}\n")
 
     def start(self) -> Run:
-        from agi import engine
-        from agi.engine.spec import RunSpec, SessionChoice
-
         spec = RunSpec(
             self.base.settings,
             layer=self.base.for_call(self.call),

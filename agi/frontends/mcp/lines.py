@@ -10,6 +10,8 @@ import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from agi.fileio import loads
+
 LIMIT = 50 * 1024 * 1024  # bytes of one message (as the ACP server's)
 CHUNK = 1 << 20
 
@@ -66,8 +68,6 @@ class Lines:
     async def usable(self, raw: bytes) -> str | None:
         """The line as text when it is a JSON-RPC message; else None, once answered."""
         import mcp_types as types
-
-        from agi.fileio import loads
 
         text = raw.decode("utf-8", "replace")
         if not text.strip():

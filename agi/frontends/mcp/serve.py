@@ -23,9 +23,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agi import __version__
+from agi.errors import LimitReached
+from agi.frontends.cli.flags import flags_layer
 from agi.frontends.mcp.call import (
     DESCRIPTION,
     INPUT_SCHEMA,
@@ -36,9 +38,8 @@ from agi.frontends.mcp.call import (
     failure,
     parse_call,
 )
-
-if TYPE_CHECKING:
-    from agi.frontends.mcp.call_run import Base
+from agi.frontends.mcp.call_run import Base, CallRun
+from agi.frontends.mcp.lines import claim_stdin
 
 TOOL = "agi"
 CANCEL_GRACE = 5.0  # seconds a cancelled run has to end before its worker is left behind
@@ -153,8 +154,6 @@ async def serve_call(calls: Calls, call: Call, ctx: Any, started: float, number:
         with anyio.move_on_after(call.timeout if call.timeout else float("inf")) as waited:
             await lock.acquire()
         if waited.cancelled_caught:
-            from agi.errors import LimitReached
-
             why = f"time limit reached: {call.timeout:g} s waiting for another call on the session"
             out = failure(LimitReached(why))  # the session is untouched: no "is kept" here
             named = dataclasses.replace(out.result, session=Path(call.session))
@@ -172,8 +171,6 @@ async def in_worker(calls: Calls, call: Call, ctx: Any, started: float, number: 
     the run and waits (shielded, CANCEL_GRACE at most) for the worker to end it cleanly."""
     import anyio
     import anyio.from_thread
-
-    from agi.frontends.mcp.call_run import CallRun
 
     ended = threading.Event()
     sent = 0
@@ -220,9 +217,6 @@ NOT_WITH = {  # what means nothing to a server: each call names its own prompt a
 def main(args: Any) -> int:
     """`agi --mcp-serve [OPTIONS]`: the options resolved once (a bad one is exit 2 now), then
     the server until stdin closes."""
-    from agi.frontends.cli.flags import flags_layer
-    from agi.frontends.mcp.call_run import Base
-
     for name, what in NOT_WITH.items():
         if getattr(args, name, None):
             raise Refused(f"--mcp-serve takes no {what}")
@@ -240,8 +234,6 @@ def serve(base: Base) -> int:
 
 async def _serve(base: Base) -> None:
     from mcp.server.stdio import stdio_server
-
-    from agi.frontends.mcp.lines import claim_stdin
 
     server = make_server(Calls(base))
     stdin, release = claim_stdin()  # bounded lines, bad ones answered (docs: mcp-server)

@@ -9,14 +9,18 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agi import engine
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError
 from agi.frontends.nvim.edit import fence_for, result_lines
 from agi.options.config import agi_home
+from agi.options.settings import Settings
+from agi.options.values import ToolChoice, overlay
 from agi.prompts import HERE as PROMPTS
+from agi.providers.cost import Meter
 from agi.sessions.session import Session, new_session_id
 
 if TYPE_CHECKING:
-    from agi.options.settings import Settings
     from agi.options.values import Layer
 
 
@@ -37,8 +41,6 @@ class Request(Protocol):
 def nvim_layer(options: dict[str, Any]) -> Layer:
     """setup() options as Neovim's layer: they win over the config file and the environment.
     `tools = false` (the plugin's default) offers none, whatever the config file's `tools`."""
-    from agi.options.values import ToolChoice, overlay
-
     tools = options.get("tools")
     return overlay(
         "Neovim setup()",
@@ -115,8 +117,6 @@ def open_session(request: dict[str, Any], secrets: list[str]) -> Session:
 
 def load_settings(request: dict[str, Any]) -> tuple[Settings | None, AgiError | None]:
     """The request's settings, or why there are none (the session's trace says it too)."""
-    from agi.options.settings import Settings
-
     try:
         return Settings.load(nvim_layer(request.get("options") or {})), None
     except AgiError as e:
@@ -169,10 +169,6 @@ class RequestView:
 def _run(job: Request, session: Session, settings: Settings) -> list[str]:
     """The request as a run of its own (the same settings, price checks, assembly and hooks as
     the command line's), in the session the caller holds; a cancel stops the run."""
-    from agi import engine
-    from agi.engine.spec import RunSpec, SessionChoice
-    from agi.providers.cost import Meter
-
     request = job.request
     keys = ("kind", "filename", "filetype", "first", "instruction", "refine")
     described = {k: request.get(k) for k in keys if request.get(k) is not None}

@@ -5,15 +5,27 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import agi.engine.loop  # noqa: F401
+from agi.errors import AgiError
+from agi.frontends.nvim.engine import nvim_layer
+from agi.options.config import PROVIDERS, agi_home, config_path, load_file
+from agi.options.settings import model_for
+from agi.providers.endpoint import key_required
+from agi.providers.protocols import describe
+
 
 def engine_problem() -> str | None:
     """Why the engine cannot run in this Python (a missing dependency), or None."""
     try:
         import httpx  # noqa: F401  (the transport imports it when it first connects)
 
-        import agi.engine.loop  # noqa: F401
+        # lazy: the name agi is another here
         import agi.engine.run  # noqa: F401
+
+        # lazy: the name agi is another here
         import agi.frontends.nvim.engine  # noqa: F401
+
+        # lazy: the name agi is another here
         import agi.providers.transport  # noqa: F401
     except ImportError as e:
         return f"{type(e).__name__}: {e}"
@@ -22,11 +34,6 @@ def engine_problem() -> str | None:
 
 def report(options: dict[str, Any]) -> dict[str, Any]:
     """The engine's state and the model agi would use with these setup() options."""
-    from agi.errors import AgiError
-    from agi.frontends.nvim.engine import nvim_layer
-    from agi.options.config import agi_home, config_path, load_file
-    from agi.options.settings import model_for
-
     out: dict[str, Any] = {"home": str(agi_home())}
     problem = engine_problem()
     if problem:
@@ -49,10 +56,6 @@ def provider_report(model: Any, file: dict[str, Any]) -> dict[str, Any]:
     """The provider's wire protocol and where its API key comes from (never the key itself):
     `api_key_source` names what supplied it, `api_key_var` the variable the provider reads,
     `api_key_needed` is true at a hosted provider's own endpoint (a local server needs none)."""
-    from agi.options.config import PROVIDERS
-    from agi.providers.endpoint import key_required
-    from agi.providers.protocols import describe
-
     key_var = PROVIDERS.get(model.provider, (None, None, None))[1]
     section = (file.get("providers") or {}).get(model.provider) or {}
     key_var = section.get("api_key_env") or key_var

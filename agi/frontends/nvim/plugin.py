@@ -13,7 +13,16 @@ import time
 import traceback
 from typing import Any
 
+import agi
+from agi.errors import AgiError, Cancelled
 from agi.frontends.nvim.cancel import Cancellable
+from agi.frontends.nvim.engine import run_request
+from agi.frontends.nvim.health import engine_problem
+from agi.frontends.nvim.suggest import Suggestions
+from agi.frontends.views.terminal import describe_input, short
+from agi.options.config import PROVIDERS, config_path, load_file, split_model
+from agi.options.settings import model_for
+from agi.providers.cost import BUILTIN
 
 UPDATE_EVERY = 0.05  # seconds: at most one progress message (spinner, preview) per request
 DELIVER = "require('agi')._event(...)"
@@ -48,8 +57,6 @@ class EditorRequest(Cancellable):
 
     def check(self) -> None:
         if self.cancelled.is_set():
-            from agi.errors import Cancelled
-
             raise Cancelled()
 
     def notice(self, text: str) -> None:
@@ -127,8 +134,6 @@ class EditorRequest(Cancellable):
 def tool_line(event: Any) -> str:
     """A tool step in one line, as the terminal view shows it: `Read(notes.txt)`, then how it
     ended: `Read(notes.txt) ✓ 0.01s`, or with ✗ and the error's first line."""
-    from agi.frontends.views.terminal import describe_input, short
-
     try:
         args = event.call.parse_arguments()
     except ValueError:
@@ -202,16 +207,11 @@ class Plugin:
 
     def suggestions(self) -> Any:
         if getattr(self, "_suggestions", None) is None:
-            from agi.frontends.nvim.suggest import Suggestions
-
             self._suggestions = Suggestions(self.nvim)
         return self._suggestions
 
     def info(self) -> dict[str, Any]:
         """For :checkhealth: which Python runs the host, and whether the engine imports."""
-        import agi
-        from agi.frontends.nvim.health import engine_problem
-
         found: dict[str, Any] = {"python": sys.executable, "agi": agi.__version__}
         problem = engine_problem()
         if problem:
@@ -222,12 +222,11 @@ class Plugin:
 def outcome(job: EditorRequest) -> dict[str, Any]:
     """Run the job to the event that ends it: done, cancelled or error."""
     try:
+        # lazy: nothing else in its block
         from agi.errors import AgiError, Cancelled
     except ImportError as e:  # pragma: no cover - the shim already imported agi
         return {"type": "error", "message": str(e)}
     try:
-        from agi.frontends.nvim.engine import run_request
-
         lines = run_request(job)
     except Cancelled:
         return {"type": "cancelled"}
@@ -248,11 +247,6 @@ def model_names() -> dict[str, Any]:
     AGI_MODEL, `[models."…"]`, `[prices."…"]`), the built-in price table's models under their
     provider, and every provider as `provider:`; with the model a request would use now."""
     import os
-
-    from agi.errors import AgiError
-    from agi.options.config import PROVIDERS, config_path, load_file, split_model
-    from agi.options.settings import model_for
-    from agi.providers.cost import BUILTIN
 
     path = config_path()
     try:

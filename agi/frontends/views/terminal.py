@@ -19,6 +19,7 @@ from agi.messages import (
     Usage,
 )
 from agi.policy.text import escape_controls
+from agi.providers.cost import describe
 
 if TYPE_CHECKING:
     from agi.engine.seams import Event
@@ -168,8 +169,6 @@ class Terminal(Silent):
         self.write(f"{mark}: {escape_controls(reason)}")
 
     def finish(self, session: str, usage: Usage, seconds: float, steps: int) -> None:
-        from agi.providers.cost import describe
-
         self.close()
         self.write(
             self.paint(
