@@ -75,6 +75,7 @@ def __getattr__(name: str) -> object:
     """A public name, imported on first use (PEP 562)."""
     if name not in __all__:
         raise AttributeError(f"module 'agi' has no attribute {name!r}")
+    # lazy: agi.api imports this module
     from agi import api
 
     value = getattr(api, name)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agi.errors import UsageError
+from agi.fileio import TooLarge, read_limited
+from agi.sessions.files import make_private_dir, read_bytes, replace_file
 
 DEFAULT_LIMIT = 20 << 20  # bytes: attach_limit's default
 PART = "attachment"  # a content part's type: a file the session keeps
@@ -79,8 +81,6 @@ def read(paths: list[str] | None, limit: int | None = None) -> tuple[Attachment,
     """The files named (`-a FILE`, `attachments`), read whole and checked: an unreadable file, one
     over `limit` bytes or of a type agi does not send is a UsageError (exit 2), before anything
     is sent. A link is followed (the user named it); only a regular file is read."""
-    from agi.fileio import TooLarge, read_limited
-
     limit = limit or DEFAULT_LIMIT
     found: list[Attachment] = []
     for name in paths or []:
@@ -187,8 +187,6 @@ def _is_ref(part: Any) -> bool:
 def copy_folder(source: Path, target: Path) -> None:
     """A session's attached files into the copy of it a fork makes, never through a link: only
     names agi writes are copied."""
-    from agi.sessions.files import make_private_dir, read_bytes, replace_file
-
     folder = source / "attachments"
     if folder.is_symlink() or not folder.is_dir():
         return

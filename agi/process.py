@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 
-from agi.errors import AgiError, Interrupted, TimeLimit
+from agi.errors import AgiError, Interrupted, TimeLimit, UsageError
 from agi.policy.decoding import STDIO_ERRORS
 from agi.policy.environment import forget, withheld, withhold
 from agi.policy.redaction import redact, usable
@@ -201,8 +201,6 @@ def notice_if_silent(stream: Any, seconds: float = STDIN_PATIENCE) -> None:
 def read_stdin(stream: Any, limit: int | None = None) -> bytes:
     """stdin whole, but never more than `limit` bytes (default 10 MB): beyond it a usage
     error naming the limit. The caller's --timeout alarm interrupts a read that waits."""
-    from agi.errors import UsageError
-
     limit = limit or STDIN_LIMIT
     chunks: list[bytes] = []
     size = 0
