@@ -435,7 +435,8 @@ class Shadow:
         for entry in out.split(b"\0"):
             head, _, path = entry.partition(b"\t")
             name = os.fsdecode(path)
-            if head.split(b" ")[1:2] == [b"blob"] and os.path.basename(name) == ".gitignore":
+            regular = head.split(b" ")[:2] in ([b"100644", b"blob"], [b"100755", b"blob"])
+            if regular and os.path.basename(name) == ".gitignore":  # a link: git reads none
                 wanted.append((name, head.split(b" ")[2].decode()))
         with Blobs(self) as blobs:
             for name, sha in wanted:
