@@ -447,3 +447,19 @@ def test_records_of_another_session_do_not_check_here_but_a_forks_do(agi, work, 
     r = agi("-s", str(forked), "--rewind-files", "1", cwd=other)
     assert r.returncode == 0, r.stderr
     assert (other / "o.txt").read_text() == "other before\n"
+
+
+def test_a_rule_the_turn_adds_to_the_projects_own_excludes_hides_nothing(agi, work, tmp_path):
+    """`.git/info/exclude` is the project's too: a rule added there by the turn does not keep
+    the file the turn made from the rewind."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    session = tmp_path / "s"
+    turn(agi, work, session, bash("echo made > made.txt; echo made.txt >> .git/info/exclude"))
+    r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert "removed made.txt" in r.stdout.splitlines()
+    assert not (work / "made.txt").exists()
