@@ -213,6 +213,9 @@ def test_files_the_rewind_leaves_in_place_are_named(agi, work, tmp_path):
     session = tmp_path / "s"
     (work / "big.bin").write_bytes(b"\0" * (6 << 20))
     turn(agi, work, session, bash("echo A > a.txt; echo tail >> big.bin"))
+    r = agi("-s", str(session), "--rewind-files", "1", "--dry-run", "--output", "json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["left"] == [os.path.join(os.path.realpath(work), "big.bin")]
     r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "restored a.txt\n"
