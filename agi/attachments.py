@@ -234,3 +234,29 @@ def elided(value: Any) -> Any:
         pairs = {k: elided(v) for k, v in value.items()}
         return value if all(pairs[k] is v for k, v in value.items()) else pairs
     return value
+
+
+class Prompt(str):
+    """A prompt's text and the files that came with it (an editor's image and resource blocks,
+    docs: attachments): a `str` wherever a prompt goes; a run's turn takes its `attachments`."""
+
+    attachments: tuple[Attachment, ...] = ()
+
+    @classmethod
+    def of(cls, text: str, attachments: tuple[Attachment, ...]) -> Prompt:
+        prompt = cls(text)
+        prompt.attachments = attachments
+        return prompt
+
+
+def from_base64(name: str, data: str, declared: str | None, limit: int | None = None) -> Attachment:
+    """An attachment from base64 (an editor's image block or blob resource); UsageError when it
+    is not base64, over `limit` bytes or not a type agi sends."""
+    limit = limit or DEFAULT_LIMIT
+    if len(data) > (limit + 2) // 3 * 4 + 4:
+        raise UsageError(f"attachment {name}: over attach_limit ({limit} bytes)")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        raise UsageError(f"attachment {name}: its data is not base64") from None
+    return Attachment.of(name, raw, declared)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agi.attachments import check_model
 from agi.claude.extensions import command_settings, command_text
 from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
 from agi.engine.opening import context_for, make_view, open_session, own_meter
@@ -204,6 +205,9 @@ class Run:
         try:
             if self.interactive:
                 self.start_turn_clock()
+            given = getattr(prompt, "attachments", ())  # an editor's files (docs: attachments)
+            check_model(given, self.settings.model)
+            self.attachments += given
             prompt, settings = self.expand(prompt, builtins, settings)
             with self.locked():
                 reply = self.held_turn(self.with_context(prompt), settings)

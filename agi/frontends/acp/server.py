@@ -144,7 +144,7 @@ class Server:
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"embeddedContext": True},
+                "promptCapabilities": {"embeddedContext": True, "image": True},
                 "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {"list": {}},
             },
@@ -249,7 +249,10 @@ class Server:
         session = self._session(session_id)
         if session.busy:
             raise error(INVALID, f"session {session_id} is busy: its turn is still running")
-        text = front.prompt_text(prompt)
+        try:
+            text = front.prompt_text(prompt)
+        except AgiError as e:  # a file agi cannot send (docs: attachments)
+            raise error(INVALID, str(e)) from None
         if not text.strip():
             raise error(INVALID, "empty prompt: send a text block")
         try:

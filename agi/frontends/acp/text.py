@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agi.attachments import TYPES, Attachment, Prompt, from_base64
 from agi.errors import UsageError
 from agi.sessions.session import iter_sessions, read_meta
 
@@ -16,19 +17,28 @@ RESOURCE_LIMIT = 256 * 1024  # bytes of a linked file put into the prompt
 
 def prompt_text(blocks: list[Any]) -> str:
     """`text`, `resource_link` and embedded `resource` blocks as one prompt: text as it is,
-    files as context blocks (like stdin); other kinds are named, not sent."""
+    files as context blocks (like stdin); `image` blocks and blob resources of an image or a
+    PDF as the prompt's attachments (an `agi.attachments.Prompt`, docs: attachments); other
+    kinds are named, not sent. A file agi cannot send is a UsageError, before anything is."""
     words: list[str] = []
     context: list[str] = []
+    files: list[Attachment] = []
     for block in blocks:
         kind = getattr(block, "type", None)
         if kind == "text":
             words.append(block.text)
+        elif kind == "image":
+            name = getattr(block, "uri", None) or f"image {len(files) + 1}"
+            files.append(from_base64(name, block.data, getattr(block, "mime_type", None)))
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
             uri = getattr(resource, "uri", "")
+            blob, declared = getattr(resource, "blob", None), getattr(resource, "mime_type", None)
             if text is not None:
                 context.append(_context_block(uri, text))
+            elif isinstance(blob, str) and declared in TYPES:
+                files.append(from_base64(uri or f"file {len(files) + 1}", blob, declared))
             else:
                 context.append(f'<file uri="{uri}">(binary content not shown)</file>')
         elif kind == "resource_link":
@@ -38,7 +48,7 @@ def prompt_text(blocks: list[Any]) -> str:
     prompt = "\n".join(w for w in words if w).strip()
     if context:
         prompt = "\n\n".join([prompt, *context]) if prompt else "\n\n".join(context)
-    return prompt
+    return Prompt.of(prompt, tuple(files)) if files else prompt
 
 
 def _context_block(uri: str, text: str) -> str:

@@ -70,7 +70,7 @@ def test_initialize_answers_the_contracts_capabilities_on_both_paths(env, tmp_pa
         "protocolVersion": 1,
         "agentCapabilities": {
             "loadSession": True,
-            "promptCapabilities": {"embeddedContext": True},
+            "promptCapabilities": {"embeddedContext": True, "image": True},
             "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {"list": {}},
         },
