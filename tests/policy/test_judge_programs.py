@@ -108,6 +108,7 @@ def test_an_opaque_program_is_denied_by_the_first_bash_deny_rule(line):
 
 ALLOWLIST = ("Bash(sed -n:*)", "Bash(sed:*)", "Bash(cat:*)", "Bash(git:*)", "Bash(git log:*)")
 ALLOWLIST += ("Bash(awk:*)", "Bash(python3:*)", "Bash(perl:*)", "Bash(tar:*)", "Bash(make:*)")
+ALLOWLIST += ("Bash(gdb:*)", "Bash(sqlite3:*)", "Bash(ed:*)", "Bash(ex:*)")
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,8 @@ ALLOWLIST += ("Bash(awk:*)", "Bash(python3:*)", "Bash(perl:*)", "Bash(tar:*)", "
         "sed -n '1e touch PWN1' f", "sed 's/a/b/e' f", "git -c alias.x='!touch PWNED' x",
         "git -c core.pager='touch P' log", "awk 'BEGIN{system(\"x\")}'", "python3 -c 'x'",
         "perl -e 'x'", "tar --to-command=x -xf a", "echo x | python3",
+        "echo 'system(1)' | perl", "python3 - <<< 'import os'", "gdb -batch -ex 'shell x'",
+        "echo '.shell x' | sqlite3", "ed -s f <<< '!x'", "ex -s -c '!x' -c q f",
     ],
 )  # fmt: skip
 def test_no_broad_allow_rule_vouches_for_an_opaque_program(line):

@@ -531,13 +531,14 @@ def _interpreter(
             return Opaque(program, option)
         script = _script(values, valued)
         if fed and (script is None or script == "-" or script.startswith("/dev/")):
-            return Opaque(program, None)
+            return Opaque(program, None, exact=True)  # code from input: only the exact rule
         return None
 
     return check
 
 
-AWK_CODE = re.compile(r"\bsystem\s*\(|\|\s*&?|\bprintf?\b[^;{}]*>")  # system(), pipes, writes
+# system(), pipes, writes, gawk's indirect calls (`@name(…)`)
+AWK_CODE = re.compile(r"\bsystem\s*\(|\||\bprintf?\b[^;{}]*>|@\s*\w+\s*\(")
 SED_SCRIPT_OPTIONS = ("-e", "--expression", "-f", "--file")
 
 
@@ -809,9 +810,13 @@ def _options_named(
                 return Opaque(program, short[0])
             if plus and value.startswith("+") and len(value) > 1:
                 return Opaque(program, "+")
-        return Opaque(program, None) if fed and fed_opaque else None
+        return Opaque(program, None, exact=True) if fed and fed_opaque else None
 
     return check
+
+
+GDB_COMMANDS = ("-ex", "-iex", "-x", "-ix", "--command", "--eval-command", "--init-command")
+GDB_COMMANDS += ("--init-eval-command", "-batch", "--batch", "-p", "--pid", "--args")
 
 
 def _always(program: str) -> Callable[[list[str], bool], Opaque | None]:
@@ -824,7 +829,7 @@ def _sqlite(values: list[str], fed: bool) -> Opaque | None:
             return Opaque("sqlite3", value)
         if at > 0 and value.lstrip().startswith("."):
             return Opaque("sqlite3", None, exact=True)  # `.shell`, `.system`, `.output`
-    return Opaque("sqlite3", None) if fed else None
+    return Opaque("sqlite3", None, exact=True) if fed else None
 
 
 def _dc(values: list[str], fed: bool) -> Opaque | None:
@@ -839,7 +844,7 @@ def _dc(values: list[str], fed: bool) -> Opaque | None:
                 return Opaque("dc", None, exact=True)
         elif value in ("-f", "--file"):
             return Opaque("dc", value)
-    return Opaque("dc", None) if fed else None
+    return Opaque("dc", None, exact=True) if fed else None
 
 
 OPAQUE: dict[str, tuple[str, Callable[[list[str], bool], Opaque | None]]] = {
@@ -866,7 +871,10 @@ OPAQUE: dict[str, tuple[str, Callable[[list[str], bool], Opaque | None]]] = {
     "bmake": ("runs the recipes of a Makefile", _always("bmake")),
     "just": ("runs the recipes of a justfile", _always("just")),
     "m4": ("`syscmd` and `esyscmd` run commands", _always("m4")),
-    "gdb": ("`-ex`, `-x` and its command line run commands (`shell …`)", _always("gdb")),
+    "gdb": (
+        "`-ex`, `-x` and the commands in its input run commands (`shell …`)",
+        _options_named("gdb", GDB_COMMANDS, fed_opaque=True),
+    ),
     "lldb": ("its commands (`platform shell …`) run commands", _always("lldb")),
     "vim": (
         "`-c`, `--cmd`, `+CMD`, `-S`, `-s` run Ex commands (`:!…`)",
@@ -894,7 +902,10 @@ OPAQUE: dict[str, tuple[str, Callable[[list[str], bool], Opaque | None]]] = {
         "`-c` and `+CMD` run Ex commands",
         _options_named("view", ("-c", "--cmd", "-S", "-s"), plus=True, fed_opaque=True),
     ),
-    "ex": ("runs Ex commands (`:!…`) from its arguments or input", _always("ex")),
+    "ex": (
+        "`-c`, `+CMD`, `-S` and the commands in its input run Ex commands (`:!…`)",
+        _options_named("ex", ("-c", "--cmd", "-S", "-s", "-u"), plus=True, fed_opaque=True),
+    ),
     "ed": ("`!CMD` in its input runs commands", _options_named("ed", (), fed_opaque=True)),
     "emacs": (
         "`--eval`, `-l`, `-f`, `--script` run Lisp",
