@@ -815,7 +815,8 @@ def _options_named(
     return check
 
 
-GDB_COMMANDS = ("-ex", "-iex", "-x", "-ix", "--command", "--eval-command", "--init-command")
+GDB_COMMANDS: tuple[str, ...] = ("-ex", "-iex", "-x", "-ix", "--command", "--eval-command")
+GDB_COMMANDS += ("--init-command",)
 GDB_COMMANDS += ("--init-eval-command", "-batch", "--batch", "-p", "--pid", "--args")
 
 
