@@ -185,22 +185,24 @@ def _remove_unlocked(path: Path) -> bool:
 
 
 def _drop_index_entries(home: Path, gone: set[str]) -> None:
-    """Rewrite index.jsonl without the removed sessions' lines (replaced whole, atomically)."""
+    """Rewrite index.jsonl without the removed sessions' lines: replaced whole, atomically,
+    holding the index's lock so that no run's line is lost to the rewrite."""
+    from agi.sessions.session import index_held
+
     index = home / "index.jsonl"
-    try:
-        if os.path.islink(index):
+    if os.path.islink(index) or not os.path.exists(index):
+        return
+    with index_held(index, fcntl.LOCK_EX) as fd:
+        with os.fdopen(os.dup(fd), "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        kept = [line for line in lines if _entry_path(line) not in gone]
+        if len(kept) == len(lines):
             return
-        lines = index.read_bytes().splitlines(keepends=True)
-    except OSError:
-        return
-    kept = [line for line in lines if _entry_path(line) not in gone]
-    if len(kept) == len(lines):
-        return
-    tmp = home / f".index.jsonl.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(b"".join(kept))
-    os.replace(tmp, index)
+        tmp = home / f".index.jsonl.{os.getpid()}.tmp"
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(out, "wb") as f:
+            f.write(b"".join(kept))
+        os.replace(tmp, index)
 
 
 def _entry_path(line: bytes) -> str | None:

@@ -392,12 +392,35 @@ class SessionIndex:
     def record(self, path: Path) -> None:
         """ASCII JSON: a path that is not UTF-8 is kept as escapes and found again as it was."""
         make_private_dir(self.home)
-        append_line(
-            self.file, json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n"
-        )
+        line = json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n"
+        with index_held(self.file, fcntl.LOCK_SH):  # not while --prune rewrites it
+            append_line(self.file, line)
 
     def latest(self) -> Path | None:
         return next(iter_sessions(self.home), None)
+
+
+@contextmanager
+def index_held(file: Path, how: int) -> Iterator[int]:
+    """The index file locked (LOCK_SH to append a line, LOCK_EX to rewrite it: docs: volume),
+    the lock held on the file the path names when it is granted (one rewritten meanwhile is
+    locked again); yields the descriptor."""
+    while True:
+        fd = open_file(file, os.O_RDWR, create=True)
+        try:
+            fcntl.flock(fd, how)
+            if os.fstat(fd).st_ino == os.lstat(file).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def session_size(path: Path) -> int:

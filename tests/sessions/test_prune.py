@@ -182,3 +182,39 @@ def test_keep_sessions_prunes_when_a_run_ends_once_a_day(agi, env, home) -> None
         age(home / "pruned", 2)
         make_session(agi, server, "a day later")
     assert not second_old.exists() and kept.exists()
+
+
+def test_runs_recording_while_a_prune_rewrites_the_index_lose_nothing(agi, env, home) -> None:
+    """Old sessions are pruned while new runs append their index lines: every new run is still
+    in the index afterwards (the index is rewritten under its lock)."""
+    import threading
+
+    from conftest import AGI
+
+    with FakeModel(text("ok")) as server:
+        old = [make_session(agi, server, f"old {i}") for i in range(6)]
+        for path in old:
+            age(path, 40)
+        e = dict(env, AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
+        runs = [
+            subprocess.Popen(
+                [AGI, "--output", "json", f"new {i}"],
+                env=e,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(6)
+        ]
+        pruned: list[str] = []
+        pruner = threading.Thread(target=lambda: pruned.append(agi("--prune", "30d").stdout))
+        pruner.start()
+        outputs = [run.communicate(timeout=120) for run in runs]
+        pruner.join(120)
+    new = [json.loads(out)["session"] for out, _ in outputs]
+    assert all(run.returncode == 0 for run in runs), [err for _, err in outputs]
+    assert not any(p.exists() for p in old)
+    listed = set(index_paths(home))
+    assert {str(Path(p).resolve()) for p in new} <= listed
+    assert not listed & {str(p.resolve()) for p in old}
