@@ -140,7 +140,7 @@ def answered(out: str, batch: bool) -> int:
 
 def run_way(name: str, agi: Path, work: Path, n: int, servers: dict[str, Any]) -> dict[str, Any]:
     """One way of answering the n jobs, in a fresh $AGI_HOME."""
-    case = work / name.replace(" ", "_").replace("-", "")
+    case = work / f"{name.replace(' ', '_').replace('-', '')}-{n}"
     case.mkdir()
     home = case / "agi-home"
     jobs, plain = case / "jobs.jsonl", case / "prompts.txt"

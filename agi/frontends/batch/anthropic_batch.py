@@ -37,7 +37,7 @@ class AnthropicBatches:
         headers = {**self.wire.headers(), "Accept": "application/json"}
         self.http = Http(headers, lambda status, body: anthropic_error(body, status))
 
-    def item(self, custom_id: str, settings: Any, prompt: str) -> dict[str, Any]:
+    def item(self, custom_id: str, settings: Any, prompt: str) -> bytes:
         # --schema: the forced `answer` tool, as a live run asks (agi.providers.anthropic)
         params = self.wire.body(messages_for(settings, prompt), [], **schema_format(settings))
         params.pop("stream", None)  # a batch's requests are answered whole
@@ -48,14 +48,17 @@ class AnthropicBatches:
                 {k: v for k, v in block.items() if k != "cache_control"}
                 for block in turn["content"]
             ]
-        return {"custom_id": custom_id, "params": params}
+        entry = {"custom_id": custom_id, "params": params}
+        return json.dumps(entry, ensure_ascii=False).encode("utf-8") + b","
 
-    def size(self, item: dict[str, Any]) -> int:
-        return len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 1
-
-    def submit(self, items: list[dict[str, Any]]) -> str:
+    def submit(self, items: list[bytes]) -> str:
+        data = b'{"requests":[' + b"".join(items)[:-1] + b"]}"  # each item ends in a comma
         body = self.http.json(
-            "POST", self.url, "anthropic batch: creating the batch", json={"requests": items}
+            "POST",
+            self.url,
+            "anthropic batch: creating the batch",
+            content=data,
+            headers={"content-type": "application/json"},
         )
         batch_id = body.get("id")
         if not isinstance(batch_id, str):

@@ -52,18 +52,16 @@ class OpenAIBatches:
         headers = {**request_headers(config), "Accept": "application/json"}
         self.http = Http(headers, provider_error)
 
-    def item(self, custom_id: str, settings: Any, prompt: str) -> dict[str, Any]:
+    def item(self, custom_id: str, settings: Any, prompt: str) -> bytes:
         extra = schema_format(settings)
         body = request_body(self.config, messages_for(settings, prompt), [], **extra)
         for key in ("stream", "stream_options"):  # a batch's requests are answered whole
             body.pop(key, None)
-        return {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
+        entry = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
+        return json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n"
 
-    def size(self, item: dict[str, Any]) -> int:
-        return len(json.dumps(item, ensure_ascii=False).encode("utf-8")) + 1
-
-    def submit(self, items: list[dict[str, Any]]) -> str:
-        data = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items).encode("utf-8")
+    def submit(self, items: list[bytes]) -> str:
+        data = b"".join(items)  # the JSONL file
         uploaded = self.http.json(
             "POST",
             f"{self.base}/files",

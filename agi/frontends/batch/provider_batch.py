@@ -130,7 +130,7 @@ class Chunk:
     """Requests bound for one batch: one endpoint, key and model, within the limits."""
 
     settings: Settings
-    items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[bytes] = field(default_factory=list)
     jobs: dict[str, str] = field(default_factory=dict)
     size: int = 0
 
@@ -178,7 +178,7 @@ class ProviderBatches:
             max_bytes = int(min(client.max_bytes, env_number(BYTES_ENV, client.max_bytes, True)))
             custom_id = f"agi-{job.index}"
             item = client.item(custom_id, settings, job.prompt)
-            size = client.size(item)
+            size = len(item)
             if size > max_bytes:
                 raise UsageError(
                     f"{job.source}: its request is {size} bytes, more than a {self.api} batch "
