@@ -10,18 +10,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agi.checkpoints.snapshots import for_run, protected_paths
-from agi.claude.extensions import command_model
-from agi.claude.hooks.lifecycle import Lifecycle
 from agi.claude.skills import SkillTool, skills_prompt
-from agi.claude.slash_command import SlashCommandTool
 from agi.claude.subagents import MAX_DEPTH, Task, subagent_dir
 from agi.context.compaction import Compactor
 from agi.engine.absent import NO_CHECKPOINTS, NO_GUARD, NO_HOOKS
 from agi.engine.loop import Agent
 from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
 from agi.messages import drain
-from agi.policy.guard import Guard
-from agi.policy.permissions import Permissions, check_run
 from agi.providers.anthropic import claude_model
 from agi.providers.protocols import transport_for
 from agi.providers.react import ReactTransport
@@ -32,6 +27,7 @@ from agi.tools import Toolbox, ToolContext, builtin_tools
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agi.claude.hooks.lifecycle import Lifecycle
     from agi.claude.subagents import AgentFile
     from agi.engine.seams import Ask, Event, ModelStream, PermissionGuard, TurnCheckpoints
     from agi.options.config import ModelConfig
@@ -135,6 +131,9 @@ def make_lifecycle(
     and then nothing of the hooks' code is imported."""
     if settings.hooks is None:
         return None
+    # lazy: only a run with hooks, rules or commands loads it (docs: development)
+    from agi.claude.hooks.lifecycle import Lifecycle
+
     stop = "SubagentStop" if agent_type else "Stop"
     lifecycle = Lifecycle(settings.hooks, session, ctx.warn, stop, agent_type, env=ctx.env)
     lifecycle.judge = HookJudge(settings, session, ctx)  # "type": "prompt" hooks
@@ -155,6 +154,10 @@ def make_guard(
     quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None and not ctx.learned
     if settings.permissions is None and lifecycle is None and quiet:
         return NO_GUARD
+    # lazy: only a run with hooks, rules or commands loads it (docs: development)
+    from agi.policy.guard import Guard
+    from agi.policy.permissions import Permissions, check_run
+
     permissions = settings.permissions or Permissions()
     if ctx.depth == 0:  # rules name real tools (docs: permissions): a usage error otherwise
         _warn_all(ctx, check_run(permissions.rules, list(ctx.tools or []), settings.agents))
@@ -191,6 +194,9 @@ class HookJudge:
         self.settings, self.session, self.ctx = settings, session, ctx
 
     def __call__(self, prompt: str, model: str | None, timeout: float) -> Any:
+        # lazy: only a run with hooks, rules or commands loads it (docs: development)
+        from agi.claude.extensions import command_model
+
         config = command_model(self.settings.model, model) if model else self.settings.model
         transport = make_transport(replace(self.settings, model=config), self.session, self.ctx)
         limit = time.monotonic() + timeout
@@ -266,6 +272,9 @@ def build_tools(settings: Settings, ctx: Context, added: Sequence[Any] = ()) -> 
     if settings.skills and skills_prompt(settings.skills):
         tools.append(SkillTool(settings.skills))
     if settings.commands:
+        # lazy: only a run with hooks, rules or commands loads it (docs: development)
+        from agi.claude.slash_command import SlashCommandTool
+
         slash = SlashCommandTool(settings.commands, settings)
         if slash.commands:  # some command the model may run
             tools.append(slash)

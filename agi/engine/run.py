@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.attachments import check_model
-from agi.claude.extensions import command_settings, command_text
 from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
 from agi.engine.opening import context_for, make_view, open_session, own_meter
 from agi.engine.result import RunResult
@@ -228,6 +227,9 @@ class Run:
         base = base or self.settings
         if not prompt.startswith("/"):  # the common case, without loading the commands' code
             return prompt, base
+        # lazy: only a run with hooks, rules or commands loads it (docs: development)
+        from agi.claude.extensions import command_settings, command_text
+
         found = command_settings(prompt, base, builtins)
         if found is None:
             return prompt, base

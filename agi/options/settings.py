@@ -10,17 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.attachments import check_model, read
-from agi.claude.commands import find_commands
-from agi.claude.plugins import load_plugins
-from agi.claude.settings_files import read_claude_settings
 from agi.claude.skills import load_skills
 from agi.claude.subagents import load_agents
 from agi.errors import UsageError
 from agi.fileio import PROMPT_LIMIT, read_text
 from agi.options.config import ModelConfig, agi_home, config_path, load_file, resolve_model, seconds
 from agi.options.values import NAMES, Layer, ToolChoice, env_layer, file_layer, resolve
-from agi.policy.anchors import anchored
-from agi.policy.permissions import COMMAND_LINE, KINDS, Permissions, notes, parse_rules
 from agi.policy.sandbox import Policy
 from agi.prompts import default_system_prompt
 from agi.sessions.prune import age_of
@@ -35,6 +30,7 @@ if TYPE_CHECKING:
     from agi.claude.skills import Skill
     from agi.claude.subagents import AgentFile
     from agi.options.values import Options, Resolved
+    from agi.policy.permissions import Permissions
 
 
 def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
@@ -173,6 +169,9 @@ class Settings:
         beside = None if isolated else path.parent  # tools/, hooks.json, agents/, ...
         extensions = _extensions(r, beside, warnings)
         if anchor is not None:
+            # lazy: only a run with hooks, rules or commands loads it (docs: development)
+            from agi.policy.anchors import anchored
+
             extensions["permissions"] = anchored(extensions["permissions"], anchor)
         tools = _tool_sources(r, beside)
         tools.mcp += extensions.pop("mcp", [])
@@ -344,8 +343,14 @@ def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str
         warnings += more
     command_dirs = [home / "commands"] if home and (home / "commands").exists() else []
     if command_dirs:
+        # lazy: only a run with hooks, rules or commands loads it (docs: development)
+        from agi.claude.commands import find_commands
+
         found["commands"] = find_commands(command_dirs, warnings=warnings) + found["commands"]
     if r.options.permission_mode is not None:
+        # lazy: only a run with hooks, rules or commands loads it (docs: development)
+        from agi.policy.permissions import Permissions
+
         permissions = found["permissions"] or Permissions()
         found["permissions"] = Permissions(permissions.rules, r.options.permission_mode)
     return found
@@ -357,6 +362,9 @@ def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
     found: dict[str, Any] = {"extra_hooks": [], "commands": [], "env": {}, "permissions": None}
     plugin_dirs = [Path(p) for p in o.plugins or []]
     if plugin_dirs:
+        # lazy: only a run with hooks, rules or commands loads it (docs: development)
+        from agi.claude.plugins import load_plugins
+
         parts = load_plugins(plugin_dirs)
         warnings += parts.warnings
         found.update(plugins=parts.plugins, skills=parts.skills, agents=parts.agents)
@@ -365,6 +373,10 @@ def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
     rules_given = any(getattr(o, k) for k in ("allow", "ask", "deny"))
     if not settings_files and not rules_given:
         return found
+    # lazy: only a run with hooks, rules or commands loads it (docs: development)
+    from agi.claude.settings_files import read_claude_settings
+    from agi.policy.permissions import KINDS, Permissions, notes, parse_rules
+
     claude = read_claude_settings(settings_files)
     warnings += claude.warnings
     found["extra_hooks"] = claude.hooks + found["extra_hooks"]
@@ -382,6 +394,9 @@ def _claude(r: Resolved, warnings: list[str]) -> dict[str, Any]:
 def _rule_source(r: Resolved, kind: str) -> str:
     """Where a permission rule came from, as rule listings show it: the command line, the
     config file's path, or the front end's name."""
+    # lazy: only a run with hooks, rules or commands loads it (docs: development)
+    from agi.policy.permissions import COMMAND_LINE
+
     layer = r.layer_of(kind)
     if layer is None or layer.source == COMMAND_LINE:
         return COMMAND_LINE

@@ -16,7 +16,6 @@ from agi.engine.opening import make_view
 from agi.engine.result import RunResult
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import UsageError
-from agi.frontends.cli.repl import Streamed
 from agi.frontends.views.jsonl import event_line, result_line
 from agi.frontends.views.terminal import escape_controls
 
@@ -69,6 +68,9 @@ def open_run(args: argparse.Namespace, settings: Settings, started: float, runs:
     `fail` needs of it when its session could not be opened)."""
     view = make_view(settings, interactive=args.repl)
     if args.repl:
+        # lazy: the REPL's code, for --repl alone
+        from agi.frontends.cli.repl import Streamed
+
         view = Streamed(view)  # the answer streams to stdout as it comes
     elif settings.output == "jsonl":
         # lazy: the name redact is a local one here
