@@ -64,6 +64,30 @@ def imported(module: str, tree: ast.Module) -> set[str]:
 GRAPH = {name: imported(name, tree) for name, tree in TREES.items()}
 
 
+def unmarked_lazy_imports(source: str) -> list[int]:
+    """The lines of imports of agi's own modules inside a function that no `# lazy: why`
+    comment (on the line or the one above) explains (docs: development)."""
+    lines = source.splitlines()
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                visit(child, True)
+            elif isinstance(child, ast.Import | ast.ImportFrom) and in_function:
+                names = [a.name for a in child.names] if isinstance(child, ast.Import) else []
+                module = child.module or "" if isinstance(child, ast.ImportFrom) else ""
+                ours = [n for n in [*names, module] if n == "agi" or n.startswith("agi.")]
+                marks = lines[child.lineno - 2 : child.lineno]
+                if ours and not any("# lazy:" in line for line in marks):
+                    found.append(child.lineno)
+            else:
+                visit(child, in_function)
+
+    visit(ast.parse(source), False)
+    return found
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One circle (a path a -> ... -> a) for each group of modules that import each other."""
     index: dict[str, int] = {}
@@ -125,6 +149,32 @@ def long_functions() -> list[str]:
                 if length > MAX_FUNCTION_LINES:
                     found.append(f"{where(name)}:{node.lineno} {node.name}: {length} lines")
     return found
+
+
+def test_every_function_level_import_of_agi_says_why_it_is_lazy():
+    found = [
+        f"{where(name)}:{line}"
+        for name, source in SOURCES.items()
+        for line in unmarked_lazy_imports(source)
+    ]
+    assert found == [], (
+        "imports of agi's own modules go at the top of the module; one that must wait for its "
+        "function (a heavy package behind it, agi --version's start-up, a front end the command "
+        "line dispatches to, a circle) says so in a `# lazy: why` comment:\n" + "\n".join(found)
+    )
+
+
+def test_an_unmarked_function_level_import_is_found():
+    source = (
+        "import os\nfrom agi.errors import UsageError\n\n"
+        "def f():\n    from agi.messages import Usage\n    import json\n"
+        "    # lazy: agi.providers.transport loads httpx\n"
+        "    from agi.providers.transport import Exchange\n"
+        "    import agi.engine.run  # lazy: checked to import\n"
+        "    return lambda: __import__('agi')\n\n"
+        "class C:\n    def g(self):\n        if True:\n            import agi.tools\n"
+    )
+    assert unmarked_lazy_imports(source) == [5, 15]
 
 
 def test_the_import_graph_sees_function_level_and_package_imports():
