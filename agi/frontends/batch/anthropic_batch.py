@@ -76,7 +76,7 @@ class AnthropicBatches:
             return []
         response = self.http.request("GET", url, "anthropic batch: reading results")
         out: list[tuple[str, Answer]] = []
-        for line in lines_of(response.text):
+        for line in lines_of(response.content):
             custom_id = line.get("custom_id")
             if isinstance(custom_id, str):
                 out.append((custom_id, answer_of(line.get("result"))))

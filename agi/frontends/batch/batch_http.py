@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -132,16 +132,15 @@ def table(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def lines_of(text: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL results file (a line that is none is left out)."""
+def lines_of(data: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL results file one at a time, each made into an answer and
+    let go before the next is read (a line that is no object is left out)."""
     import json
 
-    out = []
-    for line in text.splitlines():
+    for line in data.splitlines():
         try:
             value = json.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict):
-            out.append(value)
-    return out
+            yield value

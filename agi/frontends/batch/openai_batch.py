@@ -104,7 +104,7 @@ class OpenAIBatches:
             response = self.http.request(
                 "GET", f"{self.base}/files/{file_id}/content", "openai batch: reading results"
             )
-            for line in lines_of(response.text):
+            for line in lines_of(response.content):
                 custom_id = line.get("custom_id")
                 if isinstance(custom_id, str):
                     out.append((custom_id, answer_of(line)))

@@ -203,13 +203,14 @@ class ProviderBatches:
             client = self.client(chunk.settings)
             out_from = self.out.stat().st_size if self.out is not None and self.out.exists() else 0
             batch_id = client.submit(chunk.items)
+            count, chunk.items = len(chunk.items), []  # sent: its requests are not needed
             model = chunk.settings.model
             sent = Sent(self.api, batch_id, model.base_url, model.model, chunk.jobs, out_from)
             self.state.sent.append(sent)
             self.state.save()
             self.progress.update(
                 batches=self.progress.batches + 1,
-                submitted=self.progress.submitted + len(chunk.items),
+                submitted=self.progress.submitted + count,
             )
 
     def settings_of(self, sent: Sent) -> Settings:
