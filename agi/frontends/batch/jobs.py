@@ -13,6 +13,7 @@ from typing import Any
 
 from agi.errors import UsageError
 from agi.fileio import loads
+from agi.options import checks
 from agi.process import STDIN_LIMIT
 
 MAX_JOBS = 100_000  # jobs one batch holds (docs: batch); the input is read whole before any runs
@@ -200,12 +201,9 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     """`--shard K/N` (0 <= K < N) as (K, N)."""
     if text is None:
         return None
-    # lazy: the name number is a local one here
-    from agi.options.checks import number
-
     k, slash, n = text.partition("/")
     try:  # ASCII digits only: int() would take `1_0` and other scripts' digits
-        shard = number(k), number(n)
+        shard = checks.number(k), checks.number(n)
         if not (k.isascii() and k.isdigit() and n.isascii() and n.isdigit()):
             raise ValueError(text)  # no sign either
     except ValueError:

@@ -18,6 +18,7 @@ from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import UsageError
 from agi.frontends.views.jsonl import event_line, result_line
 from agi.frontends.views.terminal import escape_controls
+from agi.policy import redaction
 
 if TYPE_CHECKING:
     from agi.engine.run import Run
@@ -51,10 +52,7 @@ class Unopened:
         return self.partial if error is None else RunResult.failed(error, self.partial)
 
     def redact(self, text: str) -> str:
-        # lazy: the name redact is a local one here
-        from agi.policy.redaction import redact, usable
-
-        return redact(text, usable([self.settings.model.api_key]))
+        return redaction.redact(text, redaction.usable([self.settings.model.api_key]))
 
     def end_hooks(self, reason: str) -> None:
         pass  # the engine ended what the run had started
@@ -73,11 +71,8 @@ def open_run(args: argparse.Namespace, settings: Settings, started: float, runs:
 
         view = Streamed(view)  # the answer streams to stdout as it comes
     elif settings.output == "jsonl":
-        # lazy: the name redact is a local one here
-        from agi.policy.redaction import redact, usable
-
-        secrets = usable([settings.model.api_key])
-        view = EventLines(view, lambda text: redact(text, secrets))
+        secrets = redaction.usable([settings.model.api_key])
+        view = EventLines(view, lambda text: redaction.redact(text, secrets))
     choice = SessionChoice(
         path=Path(args.session) if args.session else None,
         cont=args.cont,

@@ -19,13 +19,13 @@ def engine_problem() -> str | None:
     try:
         import httpx  # noqa: F401  (the transport imports it when it first connects)
 
-        # lazy: the name agi is another here
+        # lazy: :checkhealth reports whether it imports
         import agi.engine.run  # noqa: F401
 
-        # lazy: the name agi is another here
+        # lazy: :checkhealth reports whether it imports
         import agi.frontends.nvim.engine  # noqa: F401
 
-        # lazy: the name agi is another here
+        # lazy: :checkhealth reports whether it imports
         import agi.providers.transport  # noqa: F401
     except ImportError as e:
         return f"{type(e).__name__}: {e}"

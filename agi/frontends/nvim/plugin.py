@@ -222,7 +222,7 @@ class Plugin:
 def outcome(job: EditorRequest) -> dict[str, Any]:
     """Run the job to the event that ends it: done, cancelled or error."""
     try:
-        # lazy: nothing else in its block
+        # lazy: Neovim is told when agi cannot be imported
         from agi.errors import AgiError, Cancelled
     except ImportError as e:  # pragma: no cover - the shim already imported agi
         return {"type": "error", "message": str(e)}

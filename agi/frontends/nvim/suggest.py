@@ -69,10 +69,10 @@ class Suggestions:
     def outcome(self, flight: Flight) -> dict[str, Any] | None:
         """The event that ends the request (None when cancelled: nobody waits for it)."""
         try:
-            # lazy: nothing else in its block
+            # lazy: Neovim is told when agi cannot be imported
             from agi.errors import AgiError, Cancelled
 
-            # lazy: nothing else in its block
+            # lazy: Neovim is told when agi cannot be imported
             from agi.providers.fim import Completer
         except ImportError as e:  # pragma: no cover - the shim already imported agi
             return {"type": "error", "message": str(e)}
