@@ -238,7 +238,7 @@ class Settings:
         return dataclasses.replace(self, **changed)
 
 
-PER_RUN = ("model", "sys", "schema", "exit_code", "max_steps", "timeout", "max_cost")
+PER_RUN: tuple[str, ...] = ("model", "sys", "schema", "exit_code", "max_steps", "timeout", "max_cost")
 PER_RUN += ("attachments",)
 
 
