@@ -238,7 +238,8 @@ class Settings:
         return dataclasses.replace(self, **changed)
 
 
-PER_RUN: tuple[str, ...] = ("model", "sys", "schema", "exit_code", "max_steps", "timeout", "max_cost")
+PER_RUN: tuple[str, ...] = ("model", "sys", "schema", "exit_code", "max_steps", "timeout")
+PER_RUN += ("max_cost",)
 PER_RUN += ("attachments",)
 
 
