@@ -39,12 +39,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi.checkpoints.shadow import MAX_FILE, MAX_FILES, Shadow, ShadowError, TooMany, key_of
 from agi.errors import AgiError, UsageError
 from agi.policy.environment import SECRETS
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes
 
 if TYPE_CHECKING:
+    from agi.checkpoints.shadow import Shadow
     from agi.options.settings import Settings
     from agi.sessions.session import Session
 
@@ -60,6 +60,9 @@ OFF = "checkpoints off"
 
 def owner_of(session_path: Path) -> str:
     """The key of a session's index and records in shadow repositories."""
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.checkpoints.shadow import key_of
+
     return key_of(os.path.realpath(session_path))
 
 
@@ -525,6 +528,9 @@ class Checkpoints:
             self.record({"turn": self.turn, "untracked": "inside AGI_HOME"})
             return
         keep_out = kept_out(self.session.path, self.home)
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.checkpoints.shadow import MAX_FILES, Shadow, ShadowError, TooMany
+
         shadow = Shadow(self.home, cwd, owner_of(self.session.path), keep_out, self.secrets())
         started = time.monotonic()
         try:
@@ -581,6 +587,9 @@ class Checkpoints:
             self.warn(f"checkpoints: cannot record {path}: {e.strerror or e}")
             return
         if fd is not None:
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.checkpoints.shadow import MAX_FILE
+
             with os.fdopen(fd, "rb") as f:
                 st = os.fstat(f.fileno())
                 if not stat.S_ISREG(st.st_mode):

@@ -13,14 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi.claude.qualified import resolve
-from agi.claude.skills import (
-    FrontMatterError,
-    lenient_front_matter,
-    parse_front_matter,
-    split_front_matter,
-    written_keys,
-)
 from agi.errors import UsageError
 from agi.fileio import read_text
 from agi.prompts import harness_text
@@ -46,6 +38,9 @@ def read_agent(path: Path) -> AgentFile:
     """An agent file. Front matter that cannot be read is dropped, as Claude Code drops it (the
     agent is named after its file), except its `tools` line: dropping that would give the agent
     every tool, so it is kept, and a file whose `tools` cannot be read is refused."""
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.claude.skills import lenient_front_matter, split_front_matter, written_keys
+
     lines, body = split_front_matter(read_text(path))  # bounded (docs: security)
     meta, problem = lenient_front_matter(lines)
     note = ""
@@ -89,6 +84,9 @@ def _tools_line(lines: list[str], problem: str, key: str = "tools") -> Any:
     """The `tools` (or `disallowedTools`) of an unreadable front matter: its one line, read
     alone."""
     found = [line for line in lines if line.startswith(f"{key}:")]
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.claude.skills import FrontMatterError, parse_front_matter
+
     try:
         tools = parse_front_matter(found).get(key) if len(found) == 1 else None
     except FrontMatterError:
@@ -145,6 +143,9 @@ class Task:
     def kind(self, input: dict[str, Any]) -> str:
         """The full name of the agent asked for: a plugin's agent also by its bare name."""
         kind = str(input.get("subagent_type") or GENERAL)
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.claude.qualified import resolve
+
         return resolve(kind, [GENERAL, *self.agents]) or kind
 
     def canonical(self, input: dict[str, Any]) -> set[str]:

@@ -10,7 +10,6 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agi.context.estimate import Estimator
-from agi.context.summarize import compact, reactive_window
 from agi.context.windows import configured_window, known_window, window_for
 from agi.engine.absent import NO_HOOKS
 from agi.errors import ProviderError
@@ -119,6 +118,9 @@ class Compactor:
                 "automatic compaction is off: run agi --compact on this session)",
                 error.status,
             ) from error
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.context.summarize import reactive_window
+
         window = reactive_window(self.known, str(error), self.estimator.last)
         self.deferred = []  # said once the request is sent again: a failure then says it all
         yield from self.run("auto", window=window)
@@ -164,6 +166,9 @@ class Compactor:
         """Summarise the older part of the view and append the record; None: nothing to do."""
         yield Notice("compacting the conversation")
         self.hooks.pre_compact(trigger, focus)
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.context.summarize import compact
+
         done = compact(
             self.session.view(),
             self.ask,

@@ -10,18 +10,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agi.checkpoints.snapshots import for_run, protected_paths
-from agi.claude.skills import SkillTool, skills_prompt
 from agi.claude.subagents import MAX_DEPTH, Task, subagent_dir
 from agi.context.compaction import Compactor
 from agi.engine.absent import NO_CHECKPOINTS, NO_GUARD, NO_HOOKS
 from agi.engine.loop import Agent
 from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
 from agi.messages import drain
-from agi.providers.anthropic import claude_model
 from agi.providers.protocols import transport_for
-from agi.providers.react import ReactTransport
 from agi.sessions.session import MemorySession, Session
-from agi.structured.schema import ghost_json
 from agi.tools import Toolbox, ToolContext, builtin_tools
 
 if TYPE_CHECKING:
@@ -119,6 +115,9 @@ def assemble(
     toolbox = Toolbox(tools, tool_ctx, hooks, owner=owner, guard=guard, checkpoints=checkpoints)
     chat: ModelStream = transport
     if settings.react:
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.react import ReactTransport
+
         chat = ReactTransport(transport)  # servers that reject `stop` get it dropped on retry
     compactor = Compactor(settings, session, transport, hooks, ctx.warn)
     return Agent(chat, toolbox, session, system, settings.max_steps, hooks, compactor)
@@ -208,6 +207,9 @@ class HookJudge:
                 "required": ["ok"],
             }
             system = {"role": "system", "content": HOOK_JUDGE}
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.structured.schema import ghost_json
+
             return drain(ghost_json(transport, [system], schema, prompt, attempts=2))
         except TimeLimit:
             if self.ctx.deadline is not None and self.ctx.deadline <= limit:
@@ -223,6 +225,9 @@ def system_text(settings: Settings, prompt: str, tools: list[Tool]) -> str:
     """The system prompt an agent is sent: `prompt`, and the skills' list when it offers Skill."""
     if not any(t.name == "Skill" for t in tools):
         return prompt
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.claude.skills import skills_prompt
+
     return prompt + "\n\n" + skills_prompt(settings.skills)
 
 
@@ -269,8 +274,12 @@ def build_tools(settings: Settings, ctx: Context, added: Sequence[Any] = ()) -> 
         mcp_tools, warnings = load_mcp(mcp, cache_file(settings, "mcp-cache.json"))
         tools += mcp_tools
         _warn_all(ctx, warnings)
-    if settings.skills and skills_prompt(settings.skills):
-        tools.append(SkillTool(settings.skills))
+    if settings.skills:
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.claude.skills import SkillTool, skills_prompt
+
+        if skills_prompt(settings.skills):
+            tools.append(SkillTool(settings.skills))
     if settings.commands:
         # lazy: only a run with hooks, rules or commands loads it (docs: development)
         from agi.claude.slash_command import SlashCommandTool
@@ -366,6 +375,9 @@ def subagent_model(settings: Settings, agent: AgentFile) -> ModelConfig | None:
     if ":" not in agent.model:
         if settings.model.provider != "anthropic":
             return None
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.anthropic import claude_model
+
         alias = claude_model(agent.model)
         return replace(settings.model, model=alias) if alias else None
     provider, _, name = agent.model.partition(":")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agi.engine.assemble import Context, deadline_for
-from agi.engine.budget import BudgetedMeter
 from agi.errors import UsageError
 from agi.frontends.views.terminal import Silent, Terminal
 from agi.providers.cost import Meter
@@ -94,6 +93,9 @@ def own_meter(settings: Settings, budget: Budget | None = None, own: Layer | Non
     own limit is only the one its layer `own` gives (the settings' is the budget's)."""
     if budget is not None:
         limit = None if own is None else own.options.max_cost
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.engine.budget import BudgetedMeter
+
         return BudgetedMeter(settings.prices, limit, budget)
     return Meter(settings.prices, settings.max_cost)
 

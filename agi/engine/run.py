@@ -26,12 +26,7 @@ from agi.messages import Reply, StepStart, UsageEvent, drain, user
 from agi.options.settings import Settings
 from agi.policy.environment import withhold
 from agi.policy.redaction import HeldText, redact, usable
-from agi.providers.capabilities import Formats
 from agi.providers.endpoint import require_key
-from agi.sessions.prune import prune_on_schedule
-from agi.structured.schema import JUDGE_SCHEMA, ghost_json, judge_instruction, schema_instruction
-from agi.structured.single import one_call_json
-from agi.tools.editor import through_editor
 from agi.version import __version__
 
 if TYPE_CHECKING:
@@ -77,6 +72,9 @@ class Run:
         withhold(settings.model.api_key)  # before any child starts (--describe, MCP servers)
         prepare_tools(settings, self.ctx, spec.mcp)  # --describe, MCP lists: usage errors first
         if spec.files is not None:  # Read, Write and Edit through an editor
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.tools.editor import through_editor
+
             self.ctx.tools = through_editor(list(self.ctx.tools or []), spec.files)
         self.built_for: Settings | None = None  # the settings the agent was assembled from
         self.verdict: dict[str, Any] | None = None
@@ -282,7 +280,13 @@ class Run:
                 agent.steps = event.step
             self.dispatch(event)
 
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.capabilities import Formats
+
         formats = Formats.of(agent.wire, settings.state)
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.structured.single import one_call_json
+
         asked = one_call_json(agent.wire, agent.messages(), settings.schema or {}, formats)
         self.idle.clear()
         try:
@@ -299,8 +303,14 @@ class Run:
         answer = text if answer is None else answer
         verdict, error, code = None, None, 0
         if settings.schema is not None:
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.structured.schema import schema_instruction
+
             answer = self.ghost(settings.schema, schema_instruction(settings.schema))
         if settings.judge is not None:
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.structured.schema import JUDGE_SCHEMA, judge_instruction
+
             try:
                 verdict = self.ghost(JUDGE_SCHEMA, judge_instruction(settings.judge or None))
                 session.trace({"type": "judgement", **verdict})
@@ -350,7 +360,13 @@ class Run:
             self.dispatch(event)
 
         self.dispatch(StepStart(agent.steps + 1))
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.capabilities import Formats
+
         formats = Formats.of(agent.wire, self.settings.state)  # what earlier runs learnt
+
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.structured.schema import ghost_json
 
         def asked() -> Any:
             return ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
@@ -432,6 +448,9 @@ class Run:
         if age is None or self.settings.ephemeral:
             return
         try:
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.sessions.prune import prune_on_schedule
+
             prune_on_schedule(self.settings.home, age)
         except OSError as e:
             self.view.warn(f"keep_sessions: {e.strerror or e}")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.attachments import check_model, read
-from agi.claude.skills import load_skills
 from agi.claude.subagents import load_agents
 from agi.errors import UsageError
 from agi.fileio import PROMPT_LIMIT, read_text
@@ -18,9 +17,6 @@ from agi.options.config import ModelConfig, agi_home, config_path, load_file, re
 from agi.options.values import NAMES, Layer, ToolChoice, env_layer, file_layer, resolve
 from agi.policy.sandbox import Policy
 from agi.prompts import default_system_prompt
-from agi.sessions.prune import age_of
-from agi.structured.schema import parse_schema
-from agi.tools.mcp_config import McpSource
 
 if TYPE_CHECKING:
     from agi.attachments import Attachment
@@ -177,6 +173,9 @@ class Settings:
         tools.mcp += extensions.pop("mcp", [])
         if extensions.get("env"):
             env = extensions["env"]
+            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+            from agi.tools.mcp_config import McpSource
+
             tools.mcp = [
                 McpSource(path=p, env=env) if isinstance(p, Path) else p for p in tools.mcp
             ]
@@ -273,6 +272,9 @@ def _sandbox(r: Resolved) -> Policy:
 def _keep(age: str | None, where: str) -> float | None:
     if age is None:
         return None
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.sessions.prune import age_of
+
     return age_of(age, where)
 
 
@@ -288,6 +290,9 @@ def _window(r: Resolved) -> Window:
 def _schema(spec: str | None, where: str) -> dict[str, Any] | None:
     if spec is None:
         return None
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.structured.schema import parse_schema
+
     return parse_schema(spec, where)
 
 
@@ -339,6 +344,9 @@ def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str
     skill_dirs = paths(r, "skills", home and home / "skills")
     found["skills"] = found.get("skills", [])
     if skill_dirs:
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.claude.skills import load_skills
+
         skills, more = load_skills(skill_dirs)
         found["skills"] = skills + found["skills"]
         warnings += more

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.providers import responses
-from agi.providers.anthropic import AnthropicMessages, messages_url
 from agi.providers.chat import ChatCompletions, url
 from agi.providers.endpoint import root
-from agi.providers.ollama import OllamaChat
 from agi.providers.responses import Responses, wants_responses
 from agi.providers.transport import Exchange
 
@@ -57,6 +55,9 @@ def describe(model: ModelConfig) -> tuple[str, str]:
     if kind == "responses":
         return NAMES[kind], responses.url(model)
     if kind == "messages":
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.anthropic import messages_url
+
         return NAMES[kind], messages_url(model.base_url)
     if kind == "ollama":
         return NAMES[kind], root(model.base_url) + "/api/chat"
@@ -97,7 +98,13 @@ def wire_for(
     if kind == "responses":
         return Responses(model)
     if kind == "messages":
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.anthropic import AnthropicMessages
+
         return AnthropicMessages(model)
     if kind == "ollama":
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.ollama import OllamaChat
+
         return OllamaChat(model, home=home, windows=windows)
     return ChatCompletions(model)

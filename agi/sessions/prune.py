@@ -187,6 +187,7 @@ def _remove_unlocked(path: Path) -> bool:
 def _drop_index_entries(home: Path, gone: set[str]) -> None:
     """Rewrite index.jsonl without the removed sessions' lines: replaced whole, atomically,
     holding the index's lock so that no run's line is lost to the rewrite."""
+    # lazy: agi.sessions.session imports this module (through the checkpoints)
     from agi.sessions.session import index_held
 
     index = home / "index.jsonl"

@@ -13,8 +13,6 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
-from agi.policy.bash.parse import split
-from agi.policy.bash.programs import starts_reader as reads
 from agi.policy.environment import child_env
 from agi.tools import strays
 from agi.tools.keys import encode_keys
@@ -93,7 +91,13 @@ def foreground(fd: int) -> str | None:
 def starts_reader(line: str) -> bool:
     """Whether a Bash line starts a program that reads code typed at the terminal (or cannot
     be read, and so may)."""
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.policy.bash.parse import split
+
     parts = split(line, stateful=True)
+    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+    from agi.policy.bash.programs import starts_reader as reads
+
     return parts is None or any(reads(p.words) for p in parts)
 
 

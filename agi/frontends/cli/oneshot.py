@@ -16,7 +16,6 @@ from agi.engine.opening import make_view
 from agi.engine.result import RunResult
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import UsageError
-from agi.frontends.views.jsonl import event_line, result_line
 from agi.frontends.views.terminal import escape_controls
 from agi.policy import redaction
 
@@ -34,6 +33,9 @@ class EventLines:
 
     def handle(self, event: Any) -> None:
         self.inner.handle(event)
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.frontends.views.jsonl import event_line
+
         sys.stdout.write(shown(self.redact(event_line(event)), json_text=True))
         sys.stdout.flush()
 
@@ -128,6 +130,9 @@ def write_result(run: Any, result: RunResult) -> None:
     """The answer as the run's --output asks: text, JSON under --schema, or the result object."""
     settings, answer = run.settings, result.answer
     if settings.output in ("json", "jsonl"):
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.frontends.views.jsonl import result_line
+
         line = result_line(result, settings.output == "jsonl")
         sys.stdout.write(shown(run.redact(line), True))
     elif answer is not None and settings.schema is not None:
