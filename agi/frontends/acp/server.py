@@ -21,6 +21,7 @@ from agi.frontends.acp.turn import open_run
 from agi.options.config import config_path, load_file
 from agi.options.settings import Settings
 from agi.options.values import env_layer, file_layer, overlay, resolve
+from agi.providers.endpoint import configured_providers, require_configured
 from agi.sessions.session import SessionIndex
 from agi.tools.mcp_config import McpSource
 
@@ -49,12 +50,16 @@ class Server:
         self.fs = (False, False)  # the client reads / writes text files for us
         self.mode = "default"
         self.home = Path()
+        self.operator: Any = None  # the model of the server's own options (check)
+        self.configured: set[str] = set()  # the providers they configure
 
     # --- settings and runs -------------------------------------------------------------------
 
     def check(self) -> None:
         settings = self.settings_for(None)
         self.home = settings.home
+        self.operator = settings.model  # a session's model: on a provider the operator configured
+        self.configured = configured_providers(self.flags)
         mode = settings.permissions.mode if settings.permissions is not None else "default"
         self.mode = mode  # dontAsk too: kept, shown as the nearest ACP mode (docs: acp)
 
@@ -66,7 +71,10 @@ class Server:
             layers.append(overlay(SOURCE, {"model": f"{SOURCE}: model"}, model=model))
         if cwd is not None and self.workspace_unnamed():
             layers.append(overlay(SOURCE, allow_write=[cwd]))
-        return Settings.load(*layers, anchor=os.getcwd())  # rules where given (docs: security)
+        settings = Settings.load(*layers, anchor=os.getcwd())  # rules where given (docs: security)
+        if model:  # never a provider the operator did not configure (docs: security)
+            require_configured(settings.model, self.operator, self.configured, f"{SOURCE}: model")
+        return settings
 
     def workspace_unnamed(self) -> bool:
         """Whether the sandbox is `workspace` with no --allow-write (nor the config file's or

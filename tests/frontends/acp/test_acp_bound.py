@@ -111,3 +111,43 @@ def test_every_update_is_redacted(env, tmp_path):
 
     with FakeModel(*script) as server:
         run(go(server))
+
+
+def test_a_session_model_may_only_use_providers_the_operator_configured(env, tmp_path):
+    from test_mcp_serve_bound import listener
+
+    key = "sk-operator-" + uuid.uuid4().hex
+    ears = [listener(11434)]
+
+    async def go(server: FakeModel) -> None:
+        client = Recorder()
+        server_env = {
+            **env,
+            "OPENAI_BASE_URL": server.url,
+            "AGI_MODEL": "openai:fake-model",
+            "AGI_API_KEY": key,
+        }
+        async with Agent(agi_argv(AGI), server_env, tmp_path, client) as agent:
+            sid = await agent.start()
+            with pytest.raises(acp.RequestError) as refused:
+                await agent.conn.set_config_option(
+                    config_id="model", session_id=sid, value="ollama:x"
+                )
+            said = str(refused.value)
+            assert "model: " in said and "ollama" in said, said
+            reply = await agent.prompt(sid, "hi")  # the session keeps the operator's model
+            assert reply.stop_reason == "end_turn"
+            await agent.close()
+            agent.assert_valid()
+
+    try:
+        with FakeModel(text("fine")) as server:
+            run(go(server))
+            assert server.headers[0]["Authorization"] == f"Bearer {key}"
+    finally:
+        for ear in ears:
+            if ear is not None:
+                ear.close()
+    for ear in ears:
+        if ear is not None:
+            assert ear.heads == []
