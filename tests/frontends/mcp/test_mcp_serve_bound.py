@@ -199,3 +199,27 @@ def test_the_servers_permission_mode_binds_every_call(env, tmp_path):
     assert not marker.exists()
     assert "permission mode dontAsk" in result, result
     assert "cannot change the permission rules" in one_line(found["mode"])
+
+
+def test_the_key_leaves_the_servers_environment_block(env, tmp_path):
+    """The server keeps serving calls with the key it read, yet its own /proc/PID/environ (the
+    block it started with, which root reads) no longer holds it (docs: security)."""
+    from test_environ_block import SWEEP
+
+    key = "sk-mcpblock-" + uuid.uuid4().hex
+    half = len(key) // 2
+    command = f"K={key[:half]}; K=${{K}}{key[half:]}; {SWEEP}"
+    with FakeModel(call("Bash", command=command), text("swept"), text("again")) as fake:
+        found: dict[str, Any] = {}
+
+        async def body() -> None:
+            async with connect(key_env(env, fake, key) | {"PLAIN": "seen"}, tmp_path) as s:
+                found["first"] = await s.call_tool("agi", {"prompt": "sweep"})
+                found["second"] = await s.call_tool("agi", {"prompt": "again"})
+
+        run(body)
+        (result,) = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"]
+        assert all(h["Authorization"] == f"Bearer {key}" for h in fake.headers)
+    assert found["second"].structured_content["answer"] == "again"
+    assert "swept" in result and "PLAIN=seen" in result, result
+    assert "hit " not in result, result
