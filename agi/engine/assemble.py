@@ -56,7 +56,7 @@ class Context:
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     mode: str | None = None  # the permission mode a front end switched to (ACP set_mode)
     on_child_event: Callable[[Event], None] | None = None  # ACP: subagents' events (tool calls)
-    on_allowed: Callable[[str], None] | None = None  # ACP: the run's own calls let run, by id
+    on_allowed: Callable[[str], None] | None = None  # ACP: the calls let run (subagents' too)
     pool: Pool | None = None  # HTTP clients and one backoff per endpoint, shared by runs
     learned: list[Rule] = field(default_factory=list)  # "always" answers, every guard's
 
@@ -170,7 +170,7 @@ def make_guard(
         hooks=lifecycle,
         read_only=read_only,
         default_asks=ctx.default_asks,
-        on_allowed=ctx.on_allowed if ctx.depth == 0 else None,
+        on_allowed=ctx.on_allowed,  # a subagent's calls too: ACP reads their diffs then
         learned=ctx.learned,  # an "always" answer holds for every agent of the run
     )
     if lifecycle is not None:

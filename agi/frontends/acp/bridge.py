@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import stat
 import sys
 import threading
 from typing import Any
@@ -121,13 +122,24 @@ class EditorFiles:
             raise ToolError(f"cannot write {path} in the editor: {_said(e)}") from e
 
     def current(self, path: str) -> str | None:
-        """A file's text before a Write or Edit (for its diff); None when there is none."""
-        if not os.path.exists(path):
+        """A file's text before a Write or Edit (for its diff); None when there is none;
+        ValueError (no diff) for anything but a regular file of at most DIFF_LIMIT bytes."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: at once
+        except FileNotFoundError:
             return None
-        if self.reads:
-            return self.read(path)
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > acp_tools.DIFF_LIMIT:
+                raise ValueError(f"{path}: no diff (not a regular file, or a large one)")
+            if self.reads:
+                return self.read(path)
+            data = os.read(fd, acp_tools.DIFF_LIMIT + 1)
+            if len(data) > acp_tools.DIFF_LIMIT:
+                raise ValueError(f"{path}: no diff (a large file)")
+            return data.decode("utf-8", "replace")
+        finally:
+            os.close(fd)
 
 
 def _said(error: Exception) -> str:

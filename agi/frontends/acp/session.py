@@ -49,6 +49,7 @@ class EditorSession:
         self.busy = False
         self.cancelled = threading.Event()
         self.edits: dict[str, Any] = {}  # call id -> the diff of a Write or Edit
+        self.inputs: dict[str, tuple[str, dict[str, Any]]] = {}  # call id -> (tool, input)
         self.announced: dict[str, dict[str, Any]] = {}  # calls told of and not yet ended
         self.rejected: set[str] = set()  # calls the person said no to
         self.prior_cost = 0.0  # what the session cost before this process served it
@@ -179,10 +180,12 @@ class EditorSession:
     # --- what the editor is told -------------------------------------------------------------
 
     def announce(self, call_id: str, name: str, input: dict[str, Any]) -> dict[str, Any]:
-        """The `tool_call` of a call (once): title, kind, locations, raw input, its diff."""
+        """The `tool_call` of a call (once): title, kind, locations, raw input, the preview of
+        a Write or Edit. Nothing is read for it yet: the diff comes once it is allowed."""
         known = self.announced.get(call_id)
         if known is None:
-            edit = acp_tools.diff(name, input, self.cwd, self.files.current)
+            self.inputs[call_id] = (name, input)
+            edit = acp_tools.preview(name, input, self.cwd)  # docs: acp
             if edit is not None:
                 self.edits[call_id] = edit
             known = acp_tools.start(call_id, name, input, self.cwd, edit)
@@ -194,6 +197,7 @@ class EditorSession:
     def ended(self, call_id: str) -> None:
         self.announced.pop(call_id, None)
         self.edits.pop(call_id, None)
+        self.inputs.pop(call_id, None)
 
     def close_calls(self) -> None:
         """At the end of a turn, the calls announced and never ended (a subagent's, which
@@ -204,11 +208,19 @@ class EditorSession:
             self.bridge.notify({**update, "status": "failed" if failed else "completed"})
         self.announced.clear()
         self.edits.clear()
+        self.inputs.clear()
         self.rejected.clear()
 
     def started(self, call_id: str) -> None:
+        """The call passed the checks: in progress, with the diff of a Write or Edit, read
+        now (a regular file, up to a bound) and not before."""
         if call_id in self.announced:
-            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+            update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+            name, input = self.inputs.get(call_id, ("", {}))
+            edit = acp_tools.diff(name, input, self.cwd, self.files.current)
+            if edit is not None:
+                edit = self.edits[call_id] = redact_values(edit, in_use())
+                update["content"] = [edit]
             self.bridge.notify({**update, "status": "in_progress"})
 
     def usage_update(self, usage: Any) -> dict[str, Any]:

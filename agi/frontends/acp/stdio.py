@@ -16,6 +16,7 @@ from typing import Any
 from agi.fileio import loads
 
 LIMIT = 50 * 1024 * 1024  # the library's default line limit (multimodal prompts)
+PAUSE = 1 << 20  # stdin is not read further while this much of it waits unread (twice this)
 
 
 def import_library() -> threading.Thread:
@@ -150,9 +151,9 @@ def checked(source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> async
 _pumps: set[asyncio.Future[Any]] = set()  # the running pumps (tasks are weakly held)
 
 
-async def _room(reader: asyncio.StreamReader) -> None:
-    """Wait while `reader` holds more than LIMIT unread bytes (the library reads on)."""
-    while len(getattr(reader, "_buffer", b"")) > LIMIT:
+async def _room(reader: asyncio.StreamReader, most: int = LIMIT) -> None:
+    """Wait while `reader` holds more than `most` unread bytes (its reader reads on)."""
+    while len(getattr(reader, "_buffer", b"")) > most:
         await asyncio.sleep(0.01)
 
 
@@ -180,7 +181,7 @@ async def _refuse(writer: asyncio.StreamWriter, code: int, message: str) -> None
 
 async def _streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LIMIT)
+    reader = asyncio.StreamReader(limit=PAUSE)  # the pump reads chunks: this only bounds a pipe
     if unread:
         reader.feed_data(unread)
     if _pipe(0):
@@ -201,7 +202,7 @@ async def _streams(unread: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamW
 def _feed(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
     async def put(chunk: bytes) -> None:
         reader.feed_data(chunk)
-        await _room(reader)  # a file such as /dev/zero is read no faster than it is used
+        await _room(reader, 2 * PAUSE)  # a file such as /dev/zero: no faster than it is used
 
     def read() -> None:
         try:

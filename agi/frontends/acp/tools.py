@@ -1,5 +1,6 @@
 """How agi's tool calls look to an editor: ACP's kind, title, locations, and the diff of a Write
-or Edit (computed before the call runs, so that a permission request can show it)."""
+or Edit (computed once the call is allowed, before it runs: nothing is read for a call the
+checks may still refuse; only regular files up to DIFF_LIMIT bytes; docs: acp)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ KINDS = {
 }
 EDITS = ("Write", "Edit")
 RESULT_LIMIT = 64_000  # characters of a result shown in the editor (the model gets all of it)
+DIFF_LIMIT = 1 << 20  # bytes of a file read for a diff; a larger file is shown without one
 
 
 def kind(name: str) -> str:
@@ -79,6 +81,25 @@ def diff(
         return None
     count = -1 if input.get("replace_all") else 1
     return _diff(path, old, old.replace(before, after, count))
+
+
+def preview(name: str, input: dict[str, Any], cwd: str) -> dict[str, Any] | None:
+    """What a Write or Edit shows before it is allowed, from its input alone (nothing is read
+    for it): an Edit's replacement, a Write that creates a file; None otherwise (a Write over
+    an existing file: its diff comes once the call is allowed)."""
+    path = input.get("file_path")
+    if name not in EDITS or not isinstance(path, str) or not path:
+        return None
+    path = absolute(path, cwd)
+    if name == "Write":
+        new = input.get("content")
+        return (
+            _diff(path, None, new) if isinstance(new, str) and not os.path.lexists(path) else None
+        )
+    before, after = input.get("old_string"), input.get("new_string")
+    if not isinstance(before, str) or not isinstance(after, str) or not before:
+        return None
+    return _diff(path, before, after)
 
 
 def _diff(path: str, old: str | None, new: str) -> dict[str, Any]:

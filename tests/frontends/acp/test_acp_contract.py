@@ -49,6 +49,15 @@ def by_title(client: Recorder, sid: str) -> dict[str, dict]:
     return {u["title"]: u for u in client.of(sid, "tool_call")}
 
 
+def allowed(client: Recorder, sid: str) -> dict[str, dict]:
+    """The in_progress tool_call_update of each call let run (a Write's or Edit's diff)."""
+    return {
+        u["toolCallId"]: u
+        for u in client.of(sid, "tool_call_update")
+        if u.get("status") == "in_progress"
+    }
+
+
 def ends(client: Recorder, sid: str) -> dict[str, dict]:
     """The closing tool_call_update of each call."""
     return {
@@ -287,15 +296,23 @@ def test_every_write_and_edit_carries_its_diff_whatever_the_mode(env, tmp_path):
             await agent.close()
             agent.assert_valid()
         assert not client.asked
-        diffs = [u["content"] for u in client.of(sid, "tool_call")]
+        starts = client.of(sid, "tool_call")
+        let_run = allowed(client, sid)  # the diff is read once the call may run
+        diffs = [let_run[u["toolCallId"]]["content"] for u in starts]
         assert diffs == [
             [{"type": "diff", "path": str(tmp_path / "new.txt"), "newText": "new\n"}],
             [{"type": "diff", "path": str(kept), "oldText": "before\n", "newText": "after\n"}],
             [{"type": "diff", "path": str(old), "oldText": "a a a\n", "newText": "b b b\n"}],
             [{"type": "diff", "path": str(kept), "oldText": "after\n", "newText": "x\n"}],
         ]
+        previews = [u.get("content") for u in starts]  # from the input alone: nothing read
+        assert previews == [
+            [{"type": "diff", "path": str(tmp_path / "new.txt"), "newText": "new\n"}],
+            None,  # a Write over a file: its old text is not read before the call may run
+            [{"type": "diff", "path": str(old), "oldText": "a", "newText": "b"}],
+            [{"type": "diff", "path": str(kept), "oldText": "after", "newText": "x"}],
+        ]
         closed = ends(client, sid)
-        starts = client.of(sid, "tool_call")
         for start, diff in zip(starts, diffs, strict=True):
             end = closed[start["toolCallId"]]
             assert end["status"] == "completed" and end["content"][0] == diff[0]
@@ -398,7 +415,7 @@ def test_accept_edits_asks_outside_the_working_directory_and_for_commands(env, t
             agent.assert_valid()
         asked = {r["toolCall"]["title"]: r["toolCall"] for r in client.asked}  # in any order
         assert sorted(asked) == ["Bash: echo hi", f"Write {outside}"]
-        assert asked[f"Write {outside}"]["content"][0]["type"] == "diff"
+        assert asked[f"Write {outside}"]["content"][0]["type"] == "diff"  # a new file: its text
         results = tool_results(server.requests[-1])
         assert results[0].startswith("Edited") and "said no" in results[1]
         assert (work / "in.txt").read_text() == "out\n" and not outside.exists()
@@ -970,16 +987,20 @@ def test_a_subagents_writes_and_edits_show_their_diffs_when_nothing_asks(env, tm
         assert client.asked == []
         starts = {u["title"]: u for u in client.of(sid, "tool_call")}
         write, edit = starts[f"Write {tmp_path / 'sub.txt'}"], starts[f"Edit {kept}"]
-        assert write["content"] == [
+        let_run = allowed(client, sid)  # the diffs, read once the calls may run
+        assert let_run[write["toolCallId"]]["content"] == [
             {"type": "diff", "path": str(tmp_path / "sub.txt"), "newText": "sub\n"}
         ]
-        assert edit["content"] == [
+        assert let_run[edit["toolCallId"]]["content"] == [
             {"type": "diff", "path": str(kept), "oldText": "old\n", "newText": "new\n"}
         ]
         closed = ends(client, sid)
         for start in (write, edit):
             assert closed[start["toolCallId"]]["status"] == "completed"
-            assert closed[start["toolCallId"]]["content"][0] == start["content"][0]
+            assert (
+                closed[start["toolCallId"]]["content"][0]
+                == let_run[start["toolCallId"]]["content"][0]
+            )
         assert kept.read_text() == "new\n" and client.text(sid) == "main done"
 
     with FakeModel(step) as server:

@@ -61,8 +61,14 @@ def test_tool_calls_their_diffs_and_the_permission_questions(env, tmp_path):
         assert read["rawInput"] == {"file_path": str(old)}
         assert write["kind"] == "edit" and bash["kind"] == "execute"
         assert write["content"] == [{"type": "diff", "path": str(target), "newText": "hello\n"}]
-        assert edit["content"][0]["oldText"] == "one\ntwo\n"
-        assert edit["content"][0]["newText"] == "one\n2\n"
+        assert "content" not in read  # nothing is read for a call before it may run
+        let_run = {
+            u["toolCallId"]: u
+            for u in client.of(sid, "tool_call_update")
+            if u.get("status") == "in_progress"
+        }
+        assert let_run[edit["toolCallId"]]["content"][0]["oldText"] == "one\ntwo\n"
+        assert let_run[edit["toolCallId"]]["content"][0]["newText"] == "one\n2\n"
         assert bash["title"] == "Bash: echo hi"
         asked = {r["toolCall"]["toolCallId"] for r in client.asked}
         assert asked == {write["toolCallId"], edit["toolCallId"], bash["toolCallId"]}
@@ -212,7 +218,12 @@ def test_the_editors_files_are_what_read_write_and_edit_see(env, tmp_path):
         assert (str(tmp_path / "b.py"), "new\n") in client.writes
         assert not (tmp_path / "b.py").exists()
         edit = next(u for u in client.of(sid, "tool_call") if u["kind"] == "edit")
-        assert edit["content"][0]["oldText"] == "x = 2  # unsaved\n"
+        let_run = [
+            u
+            for u in client.of(sid, "tool_call_update")
+            if u.get("status") == "in_progress" and u["toolCallId"] == edit["toolCallId"]
+        ]
+        assert let_run[0]["content"][0]["oldText"] == "x = 2  # unsaved\n"
 
     with FakeModel(
         calls(
