@@ -237,14 +237,20 @@ def interrupt_on(*signums: int) -> None:
         signal.signal(signum, interrupt)
 
 
+ALARM_LIMIT = 1e8  # seconds (three years): longer timeouts are none
+
+
 def arm_alarm(started: float, timeout: float) -> None:
     """A backstop for --timeout: the transport and the tools honour the deadline themselves."""
 
     def expire(signum: int, frame: Any) -> None:
         raise TimeLimit(timeout)
 
+    left = max(0.1, started + timeout - time.monotonic()) + 1
+    if not left < ALARM_LIMIT:  # a timeout of years is no limit (the timer cannot hold it)
+        return
     signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(0.1, started + timeout - time.monotonic()) + 1)
+    signal.setitimer(signal.ITIMER_REAL, left)
 
 
 def end_run(run: Any) -> Interrupted | None:

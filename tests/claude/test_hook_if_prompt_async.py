@@ -296,8 +296,9 @@ def test_permission_request_hooks_answer_for_the_user(agi, tmp_path):
     )
     [asked] = payloads(tmp_path, "asked")
     assert asked["tool_name"] == "Bash" and asked["permission_mode"] == "default"
-    assert asked["permission_suggestions"][0]["rules"] == [
-        {"toolName": "Bash", "ruleContent": "git status:*"}
+    assert asked["permission_suggestions"][0]["rules"] == [  # one rule per command of the line
+        {"toolName": "Bash", "ruleContent": "git status:*"},
+        {"toolName": "Bash", "ruleContent": "echo:*"},
     ]
 
 
@@ -518,7 +519,8 @@ def test_suggested_rules_are_written_as_claude_code_writes_them():
     assert suggest_rule("Bash", {"command": "git commit -m 'x y'"}) == "Bash(git commit:*)"
     assert suggest_rule("Bash", {"command": "FOO=1 npm run build"}) == "Bash(npm run:*)"
     assert suggest_rule("Bash", {"command": "echo hi"}) == "Bash(echo:*)"
-    assert suggest_rule("Bash", {"command": "git -C x status"}) == "Bash(git:*)"
+    # global options before the subcommand keep the subcommand in the rule (docs: permissions)
+    assert suggest_rule("Bash", {"command": "git -C x status"}) == "Bash(git status:*)"
     assert suggest_rule("Write", {"file_path": "/x"}) == "Write"
 
 

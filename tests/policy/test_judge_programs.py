@@ -1,4 +1,4 @@
-"""The Bash judge treats programs by what they run (docs: permissions, issue 35): wrappers are
+"""The Bash judge treats programs by what they run (docs: permissions): wrappers are
 unwrapped and the wrapped command judged; programs that run code from their arguments or input
 are opaque (denied by the first Bash deny rule, allowed only by a rule naming the program with
 that option); redirections and writing options are writes, judged by Write rules and the mode.
