@@ -8,43 +8,30 @@ each with its own session, meter and connections; `cancel()` may be called from 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.attachments import check_model
-from agi.engine.assemble import assemble, deadline_for, prepare_tools, subagent_model
+from agi.engine.assemble import assemble, deadline_for, prepare_tools
 from agi.engine.opening import context_for, make_view, open_session, own_meter
 from agi.engine.result import RunResult
-from agi.errors import Cancelled, Interrupted, LimitReached, SchemaFailed, TimeLimit
+from agi.engine.run_parts import carry, ghost_answer, interruption, kept, require_prices, run_record
+from agi.errors import Cancelled, SchemaFailed, TimeLimit
 from agi.messages import Reply, StepStart, UsageEvent, drain, user
 from agi.options.settings import Settings
 from agi.policy.environment import withhold
 from agi.policy.redaction import HeldText, redact, usable
 from agi.providers.endpoint import require_key
-from agi.version import __version__
 
 if TYPE_CHECKING:
     from agi.engine.loop import Agent
-    from agi.engine.seams import Event, UsageMeter, View
+    from agi.engine.seams import Event, View
     from agi.engine.spec import RunSpec
     from agi.sessions.session import Session
-
-
-def interruption(error: BaseException) -> str:
-    """What a tool call cut short by `error` is told, as its result."""
-    if isinstance(error, KeyboardInterrupt):
-        return "interrupted by the user"
-    if isinstance(error, Interrupted):
-        return str(error)  # interrupted by SIGTERM, cancelled
-    if isinstance(error, LimitReached):
-        return f"interrupted: {error}"
-    return f"interrupted: the run failed ({error or type(error).__name__})"
 
 
 class Run:
@@ -243,7 +230,7 @@ class Run:
         for warning in dict.fromkeys(session.warnings):  # each once, however often it was read
             self.view.warn(warning)
         session.warnings.clear()
-        session.trace(run_record(self, agent, settings or self.settings))
+        session.trace(run_record(self.ctx.cwd, self.described, agent, settings or self.settings))
         self.idle.clear()
         attachments, self.attachments = self.attachments, ()
         try:
@@ -352,26 +339,7 @@ class Run:
     def ghost(self, schema: dict[str, Any], instruction: str) -> Any:
         """Ask for JSON on a copy of the conversation (nothing of it reaches the session); a
         request refused for its length compacts the session and is sent once more."""
-        agent = self.agent
-
-        def handle(event: Event) -> None:
-            if isinstance(event, UsageEvent):
-                agent.usage.add(event.usage)
-            self.dispatch(event)
-
-        self.dispatch(StepStart(agent.steps + 1))
-        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
-        from agi.providers.capabilities import Formats
-
-        formats = Formats.of(agent.wire, self.settings.state)  # what earlier runs learnt
-
-        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
-        from agi.structured.schema import ghost_json
-
-        def asked() -> Any:
-            return ghost_json(agent.wire, agent.messages(), schema, instruction, formats=formats)
-
-        return drain(agent.compactor.resend_once(asked), handle)
+        return ghost_answer(self.agent, self.dispatch, self.settings.state, schema, instruction)
 
     # events, for the views
 
@@ -463,44 +431,4 @@ class Run:
         return redact(text, usable([self.settings.model.api_key]))
 
 
-def kept(session: Session) -> Path | None:
-    """The session a run reports: its directory, or None for an ephemeral run's."""
-    return None if session.ephemeral else session.path
-
-
 LOCK_SLICE = 0.2  # seconds of waiting for the session's lock between looks at a cancel
-
-
-def carry(error: BaseException, result: RunResult) -> None:
-    """Let `error` carry the result of the run it ended (`agi.Error.result`), once."""
-    if getattr(error, "result", None) is None:
-        try:
-            error.result = result  # type: ignore[attr-defined]
-        except AttributeError:  # an exception type without a __dict__
-            pass
-
-
-def require_prices(meter: UsageMeter, settings: Settings) -> None:
-    """Under --max-cost every model a run may call needs a price: its own, and the subagent
-    files' own models."""
-    meter.require(settings.model.label, settings.model.model)
-    for agent in settings.agents:
-        model = subagent_model(settings, agent)
-        if model is not None:
-            meter.require(model.label, model.model)
-
-
-def run_record(run: Run, agent: Agent, s: Settings) -> dict[str, Any]:
-    """The trace's record of a turn's start: what ran, with which model, tools and prompt."""
-    return {
-        "type": "run",
-        "agi": __version__,
-        "model": s.model.label,
-        "base_url": s.model.base_url,
-        "cwd": run.ctx.cwd,
-        "pid": os.getpid(),
-        "system": agent.system_prompt,
-        "tools": list(agent.toolbox.tools),
-        "sandbox": s.sandbox.record(),
-        **run.described,
-    }

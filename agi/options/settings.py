@@ -169,16 +169,7 @@ class Settings:
             from agi.policy.anchors import anchored
 
             extensions["permissions"] = anchored(extensions["permissions"], anchor)
-        tools = _tool_sources(r, beside)
-        tools.mcp += extensions.pop("mcp", [])
-        if extensions.get("env"):
-            env = extensions["env"]
-            # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
-            from agi.tools.mcp_config import McpSource
-
-            tools.mcp = [
-                McpSource(path=p, env=env) if isinstance(p, Path) else p for p in tools.mcp
-            ]
+        tools = _tools_with(_tool_sources(r, beside), extensions)
         return cls(
             model=model,
             system=system_prompt(o.sys, r.where("sys")),
@@ -305,6 +296,19 @@ def paths(r: Resolved, name: str, default: Path | None) -> list[Path]:
     for path in [*found, *(Path(p).expanduser() for p in given)]:
         unique.setdefault(os.path.realpath(path), path)
     return list(unique.values())
+
+
+def _tools_with(tools: ToolSources, extensions: dict[str, Any]) -> ToolSources:
+    """The tool sources with the extensions' MCP servers added, each MCP file's servers under
+    the extensions' `env`."""
+    tools.mcp += extensions.pop("mcp", [])
+    if extensions.get("env"):
+        env = extensions["env"]
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.tools.mcp_config import McpSource
+
+        tools.mcp = [McpSource(path=p, env=env) if isinstance(p, Path) else p for p in tools.mcp]
+    return tools
 
 
 def _tool_sources(r: Resolved, home: Path | None) -> ToolSources:

@@ -9,7 +9,6 @@ import selectors
 import signal
 import threading
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
@@ -18,6 +17,8 @@ from agi.tools import strays
 from agi.tools.keys import encode_keys
 from agi.tools.line_edit import MARK, UNREADABLE, LineEditor
 from agi.tools.protocol import ToolContext, require
+from agi.tools.terminal_procs import foreground, session_groups, starts_reader
+from agi.tools.terminal_screen import pyte_classes
 
 if TYPE_CHECKING:
     from agi.policy.sandbox import Policy
@@ -27,78 +28,8 @@ DEFAULT_WAIT_MS = 1000
 START_WAIT_MS = 2000  # programs take a while to draw their first screen
 MAX_WAIT_MS = 30_000
 QUIET = 0.2  # seconds without output that count as "settled"
-SCROLLBACK = 500  # lines that scrolled off, kept until the next look
 MAX_TERMINALS = 16
-ALTERNATE_SCREEN = {47, 1047, 1049}  # private modes of full-screen programs (vi, less, top)
 DECCKM = 1 << 5  # pyte's key for private mode 1: the arrows send application sequences
-
-_classes: tuple[Any, Any] | None = None  # the pyte Screen and ByteStream subclasses, made on use
-
-
-def session_groups(sid: int) -> set[int]:
-    """The process groups of session `sid` (interactive shells put each job in its own group)."""
-    groups: set[int] = set()
-    try:
-        names = os.listdir("/proc")
-    except OSError:  # no /proc (macOS): the leader's group is all we know
-        return groups
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp session ...
-        if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
-            groups.add(int(fields[2]))
-    return groups
-
-
-SHELL_NAMES = frozenset(
-    {"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "yash", "fish", "busybox"}
-)
-SANDBOX_NAMES = frozenset({"bwrap"})  # the sandbox's own process, around the program
-
-
-def foreground(fd: int) -> str | None:
-    """The program reading the terminal now: "" for a shell, the name of another program in
-    the foreground process group, None when it cannot be told (no /proc, the terminal gone)."""
-    try:
-        group = os.tcgetpgrp(fd)
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    found: list[str] = []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp ...
-        if len(fields) > 2 and int(fields[2]) == group and fields[0] != "Z":
-            found.append(stat[stat.find("(") + 1 : stat.rfind(")")])
-    others = [n for n in found if n not in SHELL_NAMES | SANDBOX_NAMES]
-    if not found:
-        return None
-    return others[0] if others else ""
-
-
-def starts_reader(line: str) -> bool:
-    """Whether a Bash line starts a program that reads code typed at the terminal (or cannot
-    be read, and so may)."""
-    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
-    from agi.policy.bash.parse import split
-
-    parts = split(line, stateful=True)
-    # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
-    from agi.policy.bash.programs import starts_reader as reads
-
-    return parts is None or any(reads(p.words) for p in parts)
 
 
 def end(programs: list[Program]) -> None:
@@ -118,67 +49,6 @@ def end(programs: list[Program]) -> None:
     for p in programs:  # a process that left the session may still hold the terminal open
         p.stopping = True
         p.thread.join(1)
-
-
-def pyte_classes() -> tuple[Any, Any]:
-    """A pyte screen that keeps the lines scrolling off its top and knows the alternate screen,
-    and a stream that survives sequences pyte cannot handle."""
-    global _classes
-    if _classes is None:
-        import pyte
-        from wcwidth import wcwidth
-
-        class Screen(pyte.Screen):  # type: ignore[misc]
-            def __init__(self, cols: int, rows: int, reply: Any):
-                super().__init__(cols, rows)
-                self.reply = reply
-                self.scrolled: deque[Any] = deque(maxlen=SCROLLBACK)
-                self.dropped = 0
-                self.saved: tuple[dict[int, Any], int, int] | None = None
-
-            def index(self) -> None:
-                top, bottom = self.margins or (0, self.lines - 1)
-                if self.cursor.y == bottom and top == 0 and self.saved is None:
-                    if len(self.scrolled) == SCROLLBACK:
-                        self.dropped += 1
-                    self.scrolled.append(self.buffer.get(0))
-                super().index()
-
-            def set_mode(self, *modes: int, **kwargs: Any) -> None:
-                if kwargs.get("private") and ALTERNATE_SCREEN & set(modes) and not self.saved:
-                    self.saved = (dict(self.buffer), self.cursor.x, self.cursor.y)
-                    self.buffer.clear()
-                super().set_mode(*modes, **kwargs)
-
-            def reset_mode(self, *modes: int, **kwargs: Any) -> None:
-                if kwargs.get("private") and ALTERNATE_SCREEN & set(modes) and self.saved:
-                    buffer, self.cursor.x, self.cursor.y = self.saved
-                    self.saved = None
-                    self.buffer.clear()
-                    self.buffer.update(buffer)
-                    self.dirty.update(range(self.lines))
-                super().reset_mode(*modes, **kwargs)
-
-            def write_process_input(self, data: str) -> None:
-                self.reply(data.encode())  # answers to the program's queries (cursor position)
-
-            def text(self, line: Any) -> str:
-                chars, wide = [], False
-                for x in range(self.columns if line else 0):
-                    if not wide:  # not the stub after a double-width character
-                        chars.append(line[x].data)
-                    wide = not wide and wcwidth(line[x].data[:1] or " ") == 2
-                return "".join(chars).rstrip()
-
-        class Stream(pyte.ByteStream):  # type: ignore[misc]
-            def _send_to_parser(self, data: str) -> bool | None:
-                try:
-                    return super()._send_to_parser(data)  # type: ignore[no-any-return]
-                except Exception:  # e.g. CSI ? 4 m: pyte has reset its parser; skip the sequence
-                    return True
-
-        _classes = Screen, Stream
-    return _classes
 
 
 def spawn(
