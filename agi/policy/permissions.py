@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
+from agi.policy.bash.opaque import vouches
 from agi.policy.bash.parse import Part, split
-from agi.policy.bash.programs import vouches
 from agi.tools.line_edit import MARK, LineEditor
 
 KINDS = ("deny", "ask", "allow")  # the order rules are judged in

@@ -20,9 +20,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from agi.policy.bash.programs import Opaque, Opaqued, opaque, writes
+from agi.policy.bash.argv import Opaque, Opaqued
+from agi.policy.bash.opaque import opaque
 from agi.policy.bash.words import Unreducible, Word, check_node, integer_names, word
-from agi.policy.bash.wrappers import RESERVED, inner, need, program
+from agi.policy.bash.wrapper_tables import RESERVED
+from agi.policy.bash.wrappers import inner, need, program
+from agi.policy.bash.writing import writes
 
 REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
