@@ -14,7 +14,8 @@ from agi.api.runs import AsyncStream, Job, Stream, quiet_view, threaded
 from agi.engine.result import RunResult
 from agi.errors import UsageError
 from agi.options.config import agi_home
-from agi.sessions.session import SessionIndex, fork
+from agi.sessions.fork import fork
+from agi.sessions.session import SessionIndex
 
 
 class Session:

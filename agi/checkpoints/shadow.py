@@ -11,10 +11,9 @@ A snapshot is a tree object (`git add -A`, `git write-tree`); files over MAX_FIL
 files holding a key, are left out and named, and a tree of more than MAX_FILES files is not
 snapshotted at all (TooMany). Object names are checked as hex and given after
 `--end-of-options`; a dry run (`Shadow.dry`) writes its snapshot to a temporary index and object
-directory.
-A restore writes each file beside itself and renames it into place, after journalling the
-temporary name, so a kill at any moment leaves every file whole (old or new content) and the
-next snapshot or restore removes what a killed one left behind.
+directory. A restore writes each file beside itself and renames it into place, after journalling
+the temporary name, so a kill at any moment leaves every file whole (old or new content) and
+the next snapshot or restore removes what a killed one left behind (agi.checkpoints.plumbing).
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -30,43 +28,30 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agi.checkpoints.plumbing import (
+    CONFIG,
+    END,
+    NO_ATTRIBUTES,
+    Blobs,
+    ShadowError,
+    TooMany,
+    checked_path,
+    ignore_rules,
+    key_of,
+    nul_joined,
+    object_name,
+    project_excludes,
+    write_whole,
+)
 from agi.policy.environment import child_env
 from agi.sessions.files import append_bytes, make_private_dir, read_bytes, replace_file
 
+__all__ = ["Blobs", "ShadowError", "TooMany", "checked_path", "object_name", "write_whole"]
 MAX_FILE = 5 * 1024 * 1024
 MAX_FILES = 50_000
 ADD_LISTED = 2_000  # more changed files than this: `git add -A` over the whole tree
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-OBJECT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-END = "--end-of-options"  # every object name after it: never taken for an option
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
-CONFIG = """[core]
-\trepositoryformatversion = 0
-\tfilemode = true
-\tbare = true
-\tsymlinks = true
-\tautocrlf = false
-\tsafecrlf = false
-\tfsmonitor = false
-\tquotePath = false
-\thooksPath = /dev/null
-\tlogAllRefUpdates = false
-[gc]
-\tauto = 0
-[commit]
-\tgpgSign = false
-[add]
-\tignoreErrors = true
-"""
-NO_ATTRIBUTES = "* -text -eol -filter -ident -diff -merge -working-tree-encoding\n"
-
-
-class ShadowError(Exception):
-    """git failed (or is missing) for a checkpoint."""
-
-
-class TooMany(Exception):
-    """The tree holds more than MAX_FILES files."""
 
 
 @dataclass
@@ -88,10 +73,6 @@ class Change:
     mode: str  # the older tree's mode ("000000" when absent there)
     sha: str  # the older tree's blob
     now_mode: str = ""  # the newer tree's mode ("160000": a nested repository)
-
-
-def key_of(text: str) -> str:
-    return hashlib.sha256(os.fsencode(text)).hexdigest()[:16]
 
 
 class Shadow:
@@ -312,13 +293,13 @@ class Shadow:
             if fresh or len(some) > ADD_LISTED:
                 raise ShadowError("add them all")
             if some:  # a file gone since the listing fails this: then the whole tree
-                self.git(["add", "-A", *pathspec], _nul([f":(literal){p}" for p in some]))
+                self.git(["add", "-A", *pathspec], nul_joined([f":(literal){p}" for p in some]))
         except ShadowError:
             specs = [".", *(f":(exclude,literal){p}" for p in [*skip, *self.keep_out])]
-            self.git(["add", "-A", *pathspec], _nul(specs), ok=(0, 1))
+            self.git(["add", "-A", *pathspec], nul_joined(specs), ok=(0, 1))
         if indexed:  # grown past the limit since the last snapshot: out of it now (not
             # `git rm --cached`, which refuses a path whose index entry no commit holds)
-            self.git(["update-index", "-z", "--force-remove", "--stdin"], _nul(indexed))
+            self.git(["update-index", "-z", "--force-remove", "--stdin"], nul_joined(indexed))
         tree = self.git(["write-tree"]).decode().strip()
         return Snapshot(tree, big, files, keyed, self._excludes(), stamps)
 
@@ -377,7 +358,7 @@ class Shadow:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="agi-rules-") as folder:
-            yield self._rules(folder, tree, excludes)
+            yield ignore_rules(self, folder, tree, excludes)
 
     def hidden(self, ignored: Callable[[list[str]], set[str]], since: float) -> list[str]:
         """Files the work tree holds now that the checkpoint's rules (`ignored`, from `rules`)
@@ -416,57 +397,6 @@ class Shadow:
             except OSError:
                 continue
         return sorted(found)
-
-    def _rules(
-        self, rules: str, tree: str, excludes: str | None
-    ) -> Callable[[list[str]], set[str]]:
-        """A directory holding only the ignore rules of checkpoint `tree`, and the function
-        that says which of some paths those rules ignore (`git check-ignore`)."""
-        git_dir, work = os.path.join(rules, "git"), os.path.join(rules, "work")
-        for sub in ("objects", "refs", "info"):
-            os.makedirs(os.path.join(git_dir, sub))
-        os.mkdir(work)
-        with open(os.path.join(git_dir, "HEAD"), "w") as f:
-            f.write("ref: refs/heads/main\n")
-        with open(os.path.join(git_dir, "config"), "w") as f:
-            f.write(CONFIG)
-        out = self.git(["ls-tree", "-r", "-z", END, object_name(tree)])
-        wanted = []
-        for entry in out.split(b"\0"):
-            head, _, path = entry.partition(b"\t")
-            name = os.fsdecode(path)
-            regular = head.split(b" ")[:2] in ([b"100644", b"blob"], [b"100755", b"blob"])
-            if regular and os.path.basename(name) == ".gitignore":  # a link: git reads none
-                wanted.append((name, head.split(b" ")[2].decode()))
-        with Blobs(self) as blobs:
-            for name, sha in wanted:
-                write_whole(checked_path(work, name), blobs.read(sha), "100644")
-            if excludes is not None:
-                data = blobs.read(excludes)
-            else:
-                data = read_bytes(self.dir / "info" / "exclude") or b""
-        with open(os.path.join(git_dir, "info", "exclude"), "wb") as out_file:
-            out_file.write(data)
-        env = {**self.env(), "GIT_DIR": git_dir, "GIT_WORK_TREE": work}
-        for name in ("GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
-            env.pop(name, None)
-
-        def ignored(paths: list[str]) -> set[str]:
-            if not paths:
-                return set()
-            done = subprocess.run(
-                ["git", "check-ignore", "--no-index", "-z", "--stdin"],
-                input=_nul(paths),
-                capture_output=True,
-                cwd=work,
-                env=env,
-                check=False,
-            )
-            if done.returncode not in (0, 1):
-                raise ShadowError("git check-ignore failed")
-            return {os.fsdecode(p) for p in done.stdout.split(b"\0") if p}
-
-        return ignored
 
     def names(self, tree: str) -> set[str]:
         """The paths of a tree's files."""
@@ -511,139 +441,7 @@ class Shadow:
         append_bytes(self.journal, os.fsencode(path) + b"\0")
 
 
-class Blobs:
-    """`git cat-file --batch`, one blob at a time."""
-
-    def __init__(self, shadow: Shadow):
-        self.shadow = shadow
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Blobs:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.communicate()  # closes its input: it ends
-
-    def read(self, sha: str) -> bytes:
-        if self.proc is None:
-            self.proc = subprocess.Popen(
-                ["git", "cat-file", "--batch"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                cwd=self.shadow.workdir,
-                env=self.shadow.env(),
-            )
-        proc = self.proc
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(object_name(sha).encode() + b"\n")
-        proc.stdin.flush()
-        head = proc.stdout.readline().split()
-        if len(head) != 3 or head[1] != b"blob":
-            raise ShadowError(f"the checkpoint lacks object {sha}")
-        data = proc.stdout.read(int(head[2]))
-        proc.stdout.read(1)
-        return data
-
-
-def project_excludes(workdir: str) -> bytes:
-    """What the project ignores beyond the work tree's own .gitignore files, read (never
-    written): its `.git/info/exclude` and, when the working directory lies inside a git work
-    tree, the unanchored patterns of the `.gitignore` files above it (`node_modules/`, `*.o`)."""
-    lines: list[bytes] = []
-    here, above = workdir, []
-    while not os.path.exists(os.path.join(here, ".git")):
-        parent = os.path.dirname(here)
-        if parent == here:
-            return _read_lines(os.path.join(workdir, ".git", "info", "exclude"))
-        here = parent
-        above.append(here)
-    for folder in reversed(above):
-        for line in _read_lines(os.path.join(folder, ".gitignore")).splitlines():
-            pattern = line.strip().lstrip(b"!").rstrip(b"/")
-            if pattern and not line.startswith(b"#") and b"/" not in pattern:
-                lines.append(line)
-    own = _read_lines(os.path.join(here, ".git", "info", "exclude"))
-    if not above:
-        return own
-    lines += [x for x in own.splitlines() if b"/" not in x.strip().lstrip(b"!").rstrip(b"/")]
-    return b"".join(x + b"\n" for x in lines)
-
-
-def _read_lines(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(1 << 20)
-    except OSError:
-        return b""
-
-
-def object_name(sha: str) -> str:
-    """A git object name as agi's records and git's output give them: hex, 40 or 64 digits
-    (never an option, a revision expression or a path)."""
-    if not isinstance(sha, str) or OBJECT.fullmatch(sha) is None:
-        raise ShadowError(f"{str(sha)[:80]!r} is not an object name")
-    return sha
-
-
-def checked_path(workdir: str, rel: str) -> str:
-    """`workdir/rel`, refused when it is not a plain path below `workdir` (no `..`, no `.git`)
-    or a directory on the way is a link (never written through)."""
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
-        raise OSError(0, "not a plain relative path")
-    here = workdir
-    for part in parts[:-1]:
-        here = os.path.join(here, part)
-        if os.path.islink(here):
-            raise OSError(0, f"{here} is a symbolic link; not written through")
-    return os.path.join(workdir, *parts)
-
-
 def put(shadow: Shadow, rel: str, data: bytes, mode: str) -> None:
     """Write one file (or link) whole: beside it, journalled, then renamed into place."""
     path = checked_path(shadow.workdir, rel)
     write_whole(path, data, mode, shadow.note_temporary)
-
-
-def write_whole(path: str, data: bytes, mode: str, note: object = None) -> None:
-    """Put `data` at `path` atomically; `mode` is git's (100644, 100755, 120000)."""
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    if os.path.isdir(path) and not os.path.islink(path):
-        raise OSError(0, "a directory stands there now")
-    try:
-        current = os.lstat(path)
-    except FileNotFoundError:
-        current = None
-    name = os.path.basename(path)[:200]
-    tmp = os.path.join(parent, f".{name}.agi-rewind.tmp")
-    if callable(note):
-        note(tmp)
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    if mode == "120000":
-        os.symlink(os.fsdecode(data), tmp)
-    else:
-        executable = mode == "100755"
-        fd = os.open(
-            tmp,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-            0o777 if executable else 0o666,
-        )
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if current is not None and stat.S_ISREG(current.st_mode):
-                bits = stat.S_IMODE(current.st_mode)
-                bits = bits | (bits & 0o444) >> 2 if executable else bits & ~0o111
-                os.fchmod(fd, bits)
-        finally:
-            os.close(fd)
-    os.replace(tmp, path)
-
-
-def _nul(items: list[str]) -> bytes:
-    return b"\0".join(os.fsencode(i) for i in items) + b"\0"

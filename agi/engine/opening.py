@@ -14,7 +14,8 @@ from agi.errors import UsageError
 from agi.frontends.views.terminal import Silent, Terminal
 from agi.providers.cost import Meter
 from agi.sessions.files import make_private_dir
-from agi.sessions.session import MemorySession, Session, SessionIndex, fork
+from agi.sessions.fork import fork
+from agi.sessions.session import MemorySession, Session, SessionIndex
 
 if TYPE_CHECKING:
     from agi.engine.seams import View

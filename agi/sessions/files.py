@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agi.errors import UsageError
+from agi.policy.decoding import clean
 
 # O_NONBLOCK: opening a FIFO planted under a file's name must fail or return, never block
 OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -254,3 +255,7 @@ def replace_file(path: Path, data: bytes) -> None:
             os.close(fd)
         if os.path.lexists(tmp):
             os.unlink(tmp)
+
+
+def append_line(path: Path, line: str) -> None:
+    append_bytes(path, clean(line).encode("utf-8"))

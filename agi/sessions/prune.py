@@ -215,10 +215,10 @@ def _entry_path(line: bytes) -> str | None:
 
 
 def _live_owners(home: Path, gone: set[str]) -> set[str]:
-    """The checkpoint owners (agi.checkpoints.snapshots.owner_of) of every session that still
+    """The checkpoint owners (agi.checkpoints.plumbing.owner_of) of every session that still
     exists: under $AGI_HOME/sessions, and elsewhere as the index names them."""
-    # lazy: agi.checkpoints.snapshots imports this module
-    from agi.checkpoints.snapshots import owner_of
+    # lazy: only --prune loads it
+    from agi.checkpoints.plumbing import owner_of
 
     # lazy: agi.sessions.session imports this module
     from agi.sessions.session import iter_sessions

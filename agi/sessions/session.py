@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agi.attachments import copy_folder, valid_name
+from agi.attachments import valid_name
 from agi.checkpoints.rewinds import rewound_view
 from agi.errors import TimeLimit, UsageError
 from agi.messages import COMPACTION, Usage
@@ -35,7 +35,7 @@ from agi.policy.decoding import clean
 from agi.policy.redaction import REDACTED, redact, redact_chunks, usable
 from agi.sessions.files import (
     SESSION_FILES,
-    append_bytes,
+    append_line,
     check_directory,
     ends_open,
     make_private_dir,
@@ -46,6 +46,13 @@ from agi.sessions.files import (
     replace_file,
 )
 from agi.sessions.finite import finite_meta
+from agi.sessions.index import (
+    SessionIndex,
+    index_held,
+    iter_sessions,
+    new_session_id,
+    session_size,
+)
 
 __all__ = [
     "REDACTED",
@@ -53,16 +60,15 @@ __all__ = [
     "Session",
     "SessionIndex",
     "append_line",
-    "fork",
+    "index_held",
+    "iter_sessions",
     "make_private_dir",
+    "new_session_id",
+    "session_size",
 ]
 FILES = (*SESSION_FILES, "transcript.jsonl")
 ROLES = ("system", "user", "assistant", "tool")
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def append_line(path: Path, line: str) -> None:
-    append_bytes(path, clean(line).encode("utf-8"))
 
 
 def line_digest(line: bytes) -> str:
@@ -70,10 +76,6 @@ def line_digest(line: bytes) -> str:
     import hashlib  # only where a compaction record is: not at every start
 
     return hashlib.sha256(line).hexdigest()[:12]
-
-
-def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(6).hex()  # many per second
 
 
 def read_meta(path: Path, warnings: list[str] | None = None) -> dict[str, Any]:
@@ -377,133 +379,6 @@ class Session:
             if message.get("role") == "user":
                 return []
         return []
-
-
-class SessionIndex:
-    """`$AGI_HOME/index.jsonl`: one line per run, so `--continue` finds the latest session."""
-
-    def __init__(self, home: Path):
-        self.home = home
-        self.file = home / "index.jsonl"
-
-    def default_path(self) -> Path:
-        return self.home / "sessions" / new_session_id()
-
-    def record(self, path: Path) -> None:
-        """ASCII JSON: a path that is not UTF-8 is kept as escapes and found again as it was."""
-        make_private_dir(self.home)
-        line = json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n"
-        with index_held(self.file, fcntl.LOCK_SH):  # not while --prune rewrites it
-            append_line(self.file, line)
-
-    def latest(self) -> Path | None:
-        return next(iter_sessions(self.home), None)
-
-
-@contextmanager
-def index_held(file: Path, how: int) -> Iterator[int]:
-    """The index file locked (LOCK_SH to append a line, LOCK_EX to rewrite it: docs: volume),
-    the lock held on the file the path names when it is granted (one rewritten meanwhile is
-    locked again); yields the descriptor."""
-    while True:
-        fd = open_file(file, os.O_RDWR, create=True)
-        try:
-            fcntl.flock(fd, how)
-            if os.fstat(fd).st_ino == os.lstat(file).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def session_size(path: Path) -> int:
-    total = 0
-    try:
-        for entry in os.scandir(path):
-            if entry.is_file(follow_symlinks=False):
-                total += entry.stat(follow_symlinks=False).st_size
-    except OSError:
-        pass
-    return total
-
-
-def iter_sessions(home: Path) -> Iterator[Path]:
-    """Sessions in the index that still exist, most recently used first, each once."""
-    try:
-        lines = [line for line in read_lines(home / "index.jsonl") if line is not None]
-    except UsageError:
-        return
-    seen: set[str] = set()
-    for line in reversed(lines):
-        try:
-            path = json.loads(line)["path"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        if isinstance(path, str) and path not in seen:
-            seen.add(path)
-            if os.path.lexists(Path(path) / "meta.json"):
-                yield Path(path)
-
-
-def fork(source: Path, target: Path) -> None:
-    """Copy a session into a new directory, built under a temporary name and renamed at the
-    end, so a failed fork leaves nothing behind; the source is only read."""
-    import shutil
-
-    source, target = source.expanduser(), target.expanduser()
-    if not os.path.lexists(source / "meta.json"):
-        raise UsageError(f"cannot fork {source}: not an agi session (no meta.json)")
-    _check_fork_target(source, target)
-    make_private_dir(target.parent)
-    building = target.with_name(f".{target.name}.fork-{os.getpid()}")
-    shutil.rmtree(building, ignore_errors=True)  # a failed fork's, or a link: never followed
-    try:
-        os.mkdir(building, 0o700)
-    except OSError as e:
-        raise refused(building, e.strerror or str(e)) from e
-    try:
-        for name in ("messages.jsonl", "trace.jsonl", "checkpoints.jsonl"):  # turns: section 18
-            data = read_bytes(source / name)
-            if data is not None and name == "checkpoints.jsonl":  # signed for the copy
-                # lazy: agi.checkpoints.snapshots imports this module
-                from agi.checkpoints.snapshots import resign
-
-                # lazy: agi.options.config imports this module
-                from agi.options.config import agi_home
-
-                data = resign(data, source, target, agi_home())
-            if data is not None:
-                append_bytes(building / name, data)
-        copy_folder(source, building)  # attached files (docs: attachments)
-        meta = read_meta(source)
-        meta.update(id=target.name, forked_from=str(source.resolve()))
-        text = clean(json.dumps(meta, indent=1, ensure_ascii=False, default=str)) + "\n"
-        replace_file(building / "meta.json", text.encode("utf-8"))
-        os.replace(building, target)  # over an empty directory too
-    except OSError as e:
-        raise refused(target, e.strerror or str(e)) from e
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-
-
-def _check_fork_target(source: Path, target: Path) -> None:
-    where = f"cannot fork into {target}"
-    if target.resolve().is_relative_to(source.resolve()):
-        raise UsageError(f"{where}: it is inside the session being forked")
-    if os.path.islink(target) or os.path.lexists(target) and not target.is_dir():
-        raise UsageError(f"{where}: it exists and is not a directory")
-    try:
-        if target.is_dir() and any(target.iterdir()):
-            raise UsageError(f"{where}: it exists and is not empty")
-    except OSError as e:
-        raise refused(target, e.strerror or str(e)) from e
 
 
 class MemorySession(Session):
