@@ -27,6 +27,7 @@ from agi.policy.redaction import redact, usable
 
 TYPE_CHECKING = False  # not typing's: `agi --version` imports neither typing nor threading
 if TYPE_CHECKING:
+    from types import FrameType
     from typing import Any
 
 HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -144,7 +145,7 @@ class signals_held:  # noqa: N801  (used as a function: `with signals_held() as 
         self.old = {signum: signal.signal(signum, self.note) for signum in HELD_SIGNALS}
         return self.held
 
-    def note(self, signum: int, frame: Any) -> None:
+    def note(self, signum: int, frame: FrameType | None) -> None:
         self.held.append(signum)
 
     def __exit__(self, *exc: object) -> None:
@@ -230,7 +231,7 @@ def hide_keys(key: str | None) -> None:
 def interrupt_on(*signums: int) -> None:
     """These signals interrupt the run like Ctrl-C (exit 128 + the signal's number)."""
 
-    def interrupt(signum: int, frame: Any) -> None:
+    def interrupt(signum: int, frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
     for signum in signums:
@@ -243,7 +244,7 @@ ALARM_LIMIT = 1e8  # seconds (three years): longer timeouts are none
 def arm_alarm(started: float, timeout: float) -> None:
     """A backstop for --timeout: the transport and the tools honour the deadline themselves."""
 
-    def expire(signum: int, frame: Any) -> None:
+    def expire(signum: int, frame: FrameType | None) -> None:
         raise TimeLimit(timeout)
 
     left = max(0.1, started + timeout - time.monotonic()) + 1

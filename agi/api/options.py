@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.api.budget import Budget, BudgetMeter
 from agi.engine.spec import RunSpec, SessionChoice
@@ -15,6 +15,10 @@ from agi.errors import ConfigError, UsageError
 from agi.options.settings import Settings
 from agi.options.values import layer_from_kwargs
 from agi.policy.redaction import redact, usable
+
+if TYPE_CHECKING:
+    from agi.engine.seams import View
+    from agi.providers.pool import ClientPool
 
 OWN = ("isolated", "cwd", "stdin", "session", "ask", "budget")  # not options of the table
 ANSWERS = {"allow": "allow_once", "deny": "reject_once", "allow_always": "allow_always"}
@@ -31,9 +35,9 @@ class Call:
     cwd: str | None
     session: Path | None
     ask: Any
-    budget: Any
+    budget: Budget | None
 
-    def spec(self, view: Any, pool: Any) -> RunSpec:
+    def spec(self, view: View, pool: ClientPool | None) -> RunSpec:
         """The engine's spec for this call, its events going to `view`."""
         meter = None
         if self.budget is not None:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import asyncio
 
     from agi.engine.run import Run
+    from agi.engine.seams import Event as RunEvent
+    from agi.engine.seams import View
 
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
@@ -48,7 +50,7 @@ class Job:
         self.cancelled = False
         self.run: Run | None = None
 
-    def execute(self, view: Any) -> RunResult:
+    def execute(self, view: View) -> RunResult:
         """The run to its result (the API key taken out); an error raises, carrying the run's
         `result` so far; a judge that gave no verdict is a SchemaError carrying the answer."""
         try:
@@ -116,7 +118,7 @@ class EventView:
         self.put, self.call = put, call
         self.inner = quiet_view(call)
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: RunEvent) -> None:
         self.inner.handle(event)
         shown = typed(event, self.call.redact)
         if shown is not None:
@@ -164,7 +166,7 @@ class Stream:
             self.thread.start()
         return self
 
-    def _work(self, view: Any) -> None:
+    def _work(self, view: View) -> None:
         try:
             self.events.put(ResultEvent(self.job.execute(view)))
         except BaseException as e:  # raised in the reader's thread

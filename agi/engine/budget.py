@@ -20,13 +20,13 @@ class BudgetedMeter(Meter):
         super().__init__(prices, max_cost)
         self.budget = budget
 
-    def check(self, label: str, model: str, caller: Any = None) -> None:
+    def check(self, label: str, model: str, caller: object = None) -> None:
         super().check(label, model, caller)
         error = self.budget.reached()
         if error is not None:
             raise error
 
-    def record(self, label: str, model: str, usage: Usage | None, caller: Any = None) -> Usage:
+    def record(self, label: str, model: str, usage: Usage | None, caller: object = None) -> Usage:
         call = super().record(label, model, usage, caller)
         self.budget.add(call)
         return call

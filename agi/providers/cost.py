@@ -230,7 +230,7 @@ class Meter:
         if self.price(label, model) is None:
             raise UsageError(missing_price(label))
 
-    def check(self, label: str, model: str, caller: Any = None) -> None:
+    def check(self, label: str, model: str, caller: object = None) -> None:
         """Before a model call: exit 4 once the run's cost has reached --max-cost, or, while
         other calls are in flight (concurrent subagents), when they and this call (each
         estimated at its caller's last call, else the run's largest) could pass it."""
@@ -255,7 +255,7 @@ class Meter:
             f"in calls running or due, of {money(self.max_cost)})"
         )
 
-    def record(self, label: str, model: str, usage: Usage | None, caller: Any = None) -> Usage:
+    def record(self, label: str, model: str, usage: Usage | None, caller: object = None) -> Usage:
         """Add one call; fill in its cost from the price unless the provider reported one.
         A call that reported no usage at all has an unknown cost."""
         call = usage if usage is not None else Usage(calls=1)
@@ -277,13 +277,13 @@ class Meter:
                 )
         return call
 
-    def release(self, caller: Any = None) -> None:
+    def release(self, caller: object = None) -> None:
         """The call `check` let start is over, whatever became of it (cancelled before any
         answer, interrupted): it no longer counts as in flight."""
         with self._lock:
             self._flight.pop((caller, threading.get_ident()), None)
 
-    def failed(self, label: str, model: str, caller: Any = None) -> None:
+    def failed(self, label: str, model: str, caller: object = None) -> None:
         """A call that failed for good without reporting usage: its cost is unknown (shown as
         unknown, never as 0), though --max-cost still counts what the other calls cost."""
         with self._lock:

@@ -10,7 +10,7 @@ import os
 import stat
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
 from agi.frontends.acp import tools as acp_tools
@@ -18,6 +18,9 @@ from agi.frontends.views.terminal import Silent
 from agi.messages import Notice, ReasoningDelta, TextDelta, ToolEnd, ToolStart, UsageEvent
 from agi.policy.environment import in_use
 from agi.policy.redaction import redact_values
+
+if TYPE_CHECKING:
+    from agi.engine.seams import Event
 
 
 def _quiet_task(task: asyncio.Future[Any]) -> None:
@@ -160,13 +163,13 @@ class EditorView(Silent):
             sys.stderr.write(f"agi: {text}\n")
             sys.stderr.flush()
 
-    def child(self, event: Any) -> None:
+    def child(self, event: Event) -> None:
         """A subagent's event: its tool calls are shown (with their diffs), its text is not
         (the Task's result carries it)."""
         if isinstance(event, ToolStart | ToolEnd):
             self.handle(event)
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         notify = self.session.bridge.notify
         if isinstance(event, TextDelta):
             notify(_chunk("agent_message_chunk", event.text))

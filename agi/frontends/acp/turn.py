@@ -4,15 +4,26 @@ tool calls, and its cancel (which ends a wait for the session's lock too)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi import engine
 from agi.engine.run import Run
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.frontends.acp.permissions import EditorAsk
 
+if TYPE_CHECKING:
+    from agi.frontends.acp.bridge import EditorView
+    from agi.options.settings import Settings
+    from agi.providers.cost import Meter
 
-def open_run(settings: Any, view: Any, editor: Any, meter: Any = None, saved: int = 0) -> Run:
+
+def open_run(
+    settings: Settings,
+    view: EditorView,
+    editor: Any,
+    meter: Meter | None = None,
+    saved: int = 0,
+) -> Run:
     """The run for `editor` (an EditorSession): its inputs given once, in the spec."""
     spec = RunSpec(
         settings,

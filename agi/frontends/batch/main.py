@@ -40,6 +40,7 @@ from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
     import argparse
+    from types import FrameType
 
     from agi.options.values import Layer
 
@@ -205,7 +206,7 @@ def signals(stop: Stop, backends: list[Any]) -> Iterator[None]:
     """Ctrl-C once: no job starts; twice (or SIGTERM, SIGHUP): the running ones are cut
     short. The handlers only set flags and cancel; the main thread is waiting meanwhile."""
 
-    def handle(signum: int, frame: Any) -> None:
+    def handle(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGINT and stop.starting.is_set():
             stop.signum = signum
             stop.starting.clear()

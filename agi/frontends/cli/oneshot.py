@@ -20,7 +20,10 @@ from agi.frontends.views.terminal import escape_controls
 from agi.policy import redaction
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agi.engine.run import Run
+    from agi.engine.seams import Event, View
     from agi.errors import AgiError
     from agi.options.settings import Settings
 
@@ -28,10 +31,10 @@ if TYPE_CHECKING:
 class EventLines:
     """`--output jsonl`: every event as a line on stdout, as well as to the view it wraps."""
 
-    def __init__(self, inner: Any, redact: Any):
+    def __init__(self, inner: View, redact: Callable[[str], str]):
         self.inner, self.redact = inner, redact
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         self.inner.handle(event)
         # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
         from agi.frontends.views.jsonl import event_line
@@ -47,7 +50,7 @@ class Unopened:
     """A run whose opening failed after its checks (the session could not be opened or
     forked, a SessionStart hook failed): what `fail` needs of it to report that run."""
 
-    def __init__(self, settings: Settings, view: Any, partial: RunResult):
+    def __init__(self, settings: Settings, view: View, partial: RunResult):
         self.settings, self.view, self.partial = settings, view, partial
 
     def result(self, error: BaseException | None = None) -> RunResult:
@@ -126,7 +129,7 @@ def compact(run: Run, focus: str) -> int:
     return 0
 
 
-def write_result(run: Any, result: RunResult) -> None:
+def write_result(run: Run, result: RunResult) -> None:
     """The answer as the run's --output asks: text, JSON under --schema, or the result object."""
     settings, answer = run.settings, result.answer
     if settings.output in ("json", "jsonl"):
@@ -160,7 +163,7 @@ def shown(text: str, json_text: bool = False) -> str:
     return escape_controls(text)
 
 
-def write_failure(run: Any, error: AgiError) -> None:
+def write_failure(run: Run, error: AgiError) -> None:
     """A failed run under --output json|jsonl still writes its result object."""
     if run.settings.output != "text":
         write_result(run, run.result(error))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.claude.commands import listing
 from agi.claude.extensions import BUILTINS
@@ -12,6 +12,10 @@ from agi.errors import AgiError, Interrupted, UsageError
 from agi.frontends.views.terminal import escape_controls
 from agi.messages import AssistantText, TextDelta
 from agi.options.values import overlay
+
+if TYPE_CHECKING:
+    from agi.engine.run import Run
+    from agi.engine.seams import Event, View
 
 HELP = """\
 Type a prompt and press Enter. End a line with \\ to continue it, or put \"\"\" alone on a line
@@ -66,7 +70,7 @@ def enable_history(home: Path) -> None:
 class Conversation:
     """The REPL's side of its run: the settings its next turn takes (/sys changes them)."""
 
-    def __init__(self, run: Any):
+    def __init__(self, run: Run):
         self.run, self.settings = run, run.settings
 
 
@@ -96,10 +100,10 @@ def command(talk: Conversation, line: str) -> None:
 class Streamed:
     """The REPL's view: the answer streams to stdout as it comes; the rest to the view."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: View):
         self.inner = inner
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         if isinstance(event, TextDelta):
             sys.stdout.write(escape_controls(event.text))  # the REPL's stdout is a terminal
             sys.stdout.flush()
@@ -120,7 +124,7 @@ def one_turn(talk: Conversation, line: str) -> None:
     sys.stdout.flush()
 
 
-def repl(run: Any) -> int:
+def repl(run: Run) -> int:
     """Loop until Ctrl-D; a failed or cancelled turn returns to the prompt."""
     talk = Conversation(run)
     interactive = sys.stdin.isatty()

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agi import engine
 from agi.engine.spec import RunSpec, SessionChoice
@@ -38,6 +38,7 @@ from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
     from agi.engine.run import Run
+    from agi.engine.seams import Event
     from agi.options.values import Layer
 
 SOURCE = "MCP call"
@@ -101,7 +102,7 @@ class Progress(Silent):
         super().__init__(sys.stderr)
         self.send = send
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         if isinstance(event, StepStart):
             self.send(f"model call {event.step}")
         elif isinstance(event, ToolStart):

@@ -21,6 +21,7 @@ from agi.providers.cost import Meter
 from agi.sessions.session import Session, new_session_id
 
 if TYPE_CHECKING:
+    from agi.engine.seams import Event
     from agi.options.values import Layer
 
 
@@ -34,7 +35,7 @@ class Request(Protocol):
     def started(self, log: str, session: str = "") -> None: ...
     def attach(self, run: Any) -> None: ...
     def check(self) -> None: ...
-    def progress(self, event: Any) -> None: ...
+    def progress(self, event: Event) -> None: ...
     def notice(self, text: str) -> None: ...
 
 
@@ -156,7 +157,7 @@ class RequestView:
     def __init__(self, job: Request):
         self.job = job
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: Event) -> None:
         _progress(self.job, event)
 
     def warn(self, text: str) -> None:
@@ -200,6 +201,6 @@ def _run(job: Request, session: Session, settings: Settings) -> list[str]:
     return lines
 
 
-def _progress(job: Request, event: Any) -> None:
+def _progress(job: Request, event: Event) -> None:
     job.check()
     job.progress(event)
