@@ -122,6 +122,17 @@ class Settings:
         ephemeral (docs: volume)."""
         return None if self.ephemeral else self.home
 
+    def check_rules(self) -> list[str]:
+        """A server's start (`--acp`, `--mcp-serve`): rules naming no tool agi knows fail it
+        (exit 2) before anything is served; returns the warnings (docs: permissions)."""
+        if self.permissions is None:
+            return []
+        # lazy: only a server with rules loads the judge's checks (docs: development)
+        from agi.policy.permissions import check_at_start
+
+        users = bool(self.tools.files or self.tools.dirs)
+        return check_at_start(self.permissions.rules, users)
+
     def for_agent(self, agent: AgentFile, model: ModelConfig | None = None) -> Settings:
         """A subagent's settings: its file's prompt, tools (less its `disallowedTools`) and
         model; no ghost exchanges."""

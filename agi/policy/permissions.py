@@ -168,6 +168,15 @@ def check_run(rules: list[Rule], tools: list[Any], agents: list[Any] = ()) -> li
     return check_tools(listed, names | {"Task"}, servers)
 
 
+def check_at_start(rules: list[Rule], user_tools: bool) -> list[str]:
+    """check_tools for a server's own options, before it serves (docs: permissions): the
+    built-in names only, so a misspelled rule fails the start, not the first session or call.
+    With users' tools configured (their names are known once a run loads them) only `mcp__`
+    rules are looked at here; each run checks the rest."""
+    listed = rules if not user_tools else [r for r in rules if r.tool.startswith("mcp__")]
+    return check_tools(listed, {"Task"})
+
+
 # --- matching ----------------------------------------------------------------------------------
 
 

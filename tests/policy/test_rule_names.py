@@ -101,3 +101,19 @@ def test_an_mcp_rule_is_checked_against_the_servers_tools(agi, tmp_path):
     with FakeModel(text("done")) as server:
         r = agi("--mcp", str(cfg), "--deny", "mcp__time__get_current_time", "go", server=server)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("server_flag", ["--acp", "--mcp-serve"])
+def test_a_server_started_with_an_unknown_tool_in_a_rule_does_not_start(agi, server_flag):
+    # an editor or agent would otherwise be served rules that protect nothing until a session
+    # or call is set up; the start fails instead, before the first message is read
+    initialize = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}\n'
+    with FakeModel(text("done")) as server:
+        bad = agi(server_flag, "--deny", "bash(rm:*)", server=server, input=initialize)
+        known = agi(server_flag, "--deny", "Bash(rm:*)", server=server, input="")
+    assert bad.returncode == 2 and bad.stdout == "", bad.stderr
+    line = bad.stderr.strip()
+    assert line.startswith("agi: ") and "\n" not in line and "did you mean 'Bash'" in line
+    assert "'bash(rm:*)' (--deny)" in line
+    assert known.returncode == 0, known.stderr
+    assert server.requests == []

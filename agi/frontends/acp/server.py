@@ -57,6 +57,8 @@ class Server:
 
     def check(self) -> None:
         settings = self.settings_for(None)
+        for warning in settings.check_rules():  # a misspelled rule: exit 2 now (docs: permissions)
+            sys.stderr.write(f"agi: {warning}\n")
         self.home = settings.home
         self.operator = settings.model  # a session's model: on a provider the operator configured
         self.configured = configured_providers(self.flags)

@@ -58,6 +58,7 @@ class Base:
     def load(cls, layer: Layer) -> Base:
         """Resolve the server's options once; a bad option or config fails the start (exit 2)."""
         settings = Settings.load(layer, anchor=os.getcwd())  # rules where given (docs: security)
+        settings.warnings.extend(settings.check_rules())  # bad rule names: exit 2 now
         for warning in settings.warnings:  # shown once, at start, not with every call
             sys.stderr.write(f"agi: {warning}\n")
         settings.warnings.clear()
