@@ -292,9 +292,12 @@ def judge_instruction(criteria: str | None) -> str:
     return harness_text("judge").format(rule=rule)
 
 
-def _ask(transport: Any, messages: list[Any], extra: dict[str, Any]) -> Generator[Any, None, Reply]:
-    """One ghost request: pass reasoning on, keep the JSON text to ourselves, report usage."""
-    stream = Returning(transport.stream(messages, [], mark={"ghost": True}, **extra))
+def ask_once(
+    transport: Any, messages: list[Any], extra: dict[str, Any]
+) -> Generator[Any, None, Reply]:
+    """One request without tools (a ghost one, or a one-call answer): pass reasoning on, keep
+    the JSON text to ourselves, report usage."""
+    stream = Returning(transport.stream(messages, [], **extra))
     for event in stream:
         if isinstance(event, ReasoningDelta):
             yield event
@@ -350,7 +353,8 @@ def _negotiate(
     while True:
         kind = formats.order()[0]
         try:
-            return (yield from _ask(transport, convo, request_format(kind, schema)))
+            ghost = {"mark": {"ghost": True}, **request_format(kind, schema)}
+            return (yield from ask_once(transport, convo, ghost))
         except ProviderError as e:
             if kind == "instructions" or not refuses_format(e):
                 raise

@@ -16,11 +16,11 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError, SchemaFailed
-from agi.messages import ReasoningDelta, Reply, Returning, StepStart, UsageEvent, user
+from agi.messages import Reply, StepStart, user
 from agi.prompts import harness_text
 from agi.providers.capabilities import Formats, request_format
 from agi.providers.errors import refuses_format
-from agi.structured.schema import SchemaInvalid, build_validator
+from agi.structured.schema import SchemaInvalid, ask_once, build_validator
 
 if TYPE_CHECKING:
     from agi.engine.seams import ModelStream
@@ -58,7 +58,7 @@ def one_call_json(
             calls += 1
             yield StepStart(calls)
             try:
-                reply = yield from _ask(transport, asked, request_format(kind, schema))
+                reply = yield from ask_once(transport, asked, request_format(kind, schema))
                 break
             except ProviderError as e:
                 if kind == "instructions" or not refuses_format(e):
@@ -73,16 +73,3 @@ def one_call_json(
             convo = [*asked, reply.to_message(), retry]
     problem = problem if len(problem) <= 300 else problem[:297] + "..."
     raise SchemaFailed(f"no valid JSON after {max(1, attempts)} attempts; last problem: {problem}")
-
-
-def _ask(
-    transport: ModelStream, messages: list[dict[str, Any]], extra: dict[str, Any]
-) -> Generator[Any, None, Reply]:
-    stream = Returning(transport.stream(messages, [], **extra))
-    for event in stream:
-        if isinstance(event, ReasoningDelta):
-            yield event
-    reply: Reply = stream.value  # type: ignore[assignment]  # set once the stream ends
-    if reply.usage:
-        yield UsageEvent(reply.usage)
-    return reply
