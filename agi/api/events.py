@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agi.engine.result import RunResult, redact_values
+from agi.engine.result import RunResult
 from agi.frontends.views.jsonl import event_dict
 from agi.messages import Usage
+from agi.policy.redaction import map_strings
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,6 @@ def typed(event: Any, redact: Callable[[str], str]) -> Event | None:
         return None
     if kind is UsageEvent:
         return UsageEvent(event.usage)
-    body = redact_values(event_dict(event), redact)
+    body = map_strings(event_dict(event), redact)
     body.pop("type")
     return kind(**body)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.messages import Usage
+from agi.policy.redaction import map_strings
 
 
 @dataclass
@@ -57,21 +58,10 @@ class RunResult:
         """A copy with `redact` applied to every text it holds (the answer's JSON too)."""
         return replace(
             self,
-            answer=redact_values(self.answer, redact),
+            answer=map_strings(self.answer, redact),
             error=None if self.error is None else redact(self.error),
-            verdict=redact_values(self.verdict, redact),
+            verdict=map_strings(self.verdict, redact),
         )
-
-
-def redact_values(value: Any, redact: Callable[[str], str]) -> Any:
-    """`value` (text, or JSON's lists and objects of it) with `redact` applied to every text."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact_values(k, redact): redact_values(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_values(v, redact) for v in value]
-    return value
 
 
 def batch_record(result: RunResult, id: Any) -> dict[str, Any]:

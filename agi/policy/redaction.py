@@ -8,6 +8,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing's: the CLI imports this before it parses a flag
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -52,11 +53,17 @@ def _forms(secret: str) -> tuple[str, ...]:
 def redact_values(value: Any, secrets: list[str]) -> Any:
     """A JSON value with every secret cut out of each string in it (object keys too): redacted
     value by value, so a secret that JSON would escape (`"`, `\\`) is caught, and the text
-    of the value (json.dumps) holds no trace of it. Walked without recursion: any depth."""
+    of the value (json.dumps) holds no trace of it."""
     if not secrets:
         return value
+    return map_strings(value, lambda text: redact(text, secrets))
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """A copy of a JSON value (text, lists, tuples and objects of it) with `fn` applied to every
+    string in it, object keys too. Walked without recursion: any depth."""
     if not isinstance(value, (dict, list, tuple)):
-        return redact(value, secrets) if isinstance(value, str) else value
+        return fn(value) if isinstance(value, str) else value
     top: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(top, 0, value)]  # (holder, key, value to copy)
     while stack:
@@ -64,14 +71,14 @@ def redact_values(value: Any, secrets: list[str]) -> Any:
         if isinstance(item, dict):
             copy: Any = {}
             for k, v in item.items():
-                k = redact(k, secrets) if isinstance(k, str) else k
+                k = fn(k) if isinstance(k, str) else k
                 copy[k] = None
                 stack.append((copy, k, v))
         elif isinstance(item, (list, tuple)):
             copy = [None] * len(item)
             stack.extend((copy, i, v) for i, v in enumerate(item))
         else:
-            copy = redact(item, secrets) if isinstance(item, str) else item
+            copy = fn(item) if isinstance(item, str) else item
         holder[key] = copy
     return top[0]
 

@@ -41,3 +41,21 @@ def test_a_key_json_would_escape_is_redacted_everywhere(agi, tmp_path, args):
         json.loads(r.stdout) if args else None  # still JSON where it was
     for line in (session / "messages.jsonl").read_text().splitlines():
         json.loads(line)
+
+
+def test_a_result_nested_deeper_than_the_stack_is_redacted_without_recursion():
+    """Python API results and events walk their JSON without recursion (one walker for all)."""
+    from agi.engine.result import RunResult
+    from agi.messages import Usage
+
+    key = "sk-" + uuid.uuid4().hex
+    deep: object = [key]
+    for _ in range(50_000):
+        deep = [deep]
+    result = RunResult(answer=deep, exit_code=0, usage=Usage()).redacted(
+        lambda text: text.replace(key, "[REDACTED]")
+    )
+    inner = result.answer
+    while isinstance(inner, list) and inner and isinstance(inner[0], list):
+        inner = inner[0]
+    assert inner == ["[REDACTED]"]
