@@ -86,7 +86,7 @@ def parse_json(text: str) -> Any:
     """One chunk (an SSE event's data, an NDJSON line, a whole body) as JSON."""
     try:
         return json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deep to decode
         raise ProviderError(f"malformed response from the provider: {text[:200]!r}") from e
 
 

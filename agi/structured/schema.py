@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from agi.errors import ProviderError, SchemaFailed, UsageError
 from agi.fileio import loads, read_text
-from agi.messages import ReasoningDelta, Reply, Returning, UsageEvent, user
+from agi.messages import MAX_NESTING, ReasoningDelta, Reply, Returning, UsageEvent, user
 from agi.prompts import harness_text
 from agi.providers.capabilities import FORMATS, Formats, request_format
 from agi.providers.errors import refuses_format
@@ -238,21 +238,36 @@ def extract_json(text: str, starts: str = "{[") -> Any:
     """The single JSON value in a reply: bare, inside a ``` fence, or surrounded by prose."""
     text = text.strip()
     try:
-        return json.loads(text)
+        return shallow(loads(text))  # nested too deep: a problem told to the model, no traceback
     except ValueError as e:
         first = e
+    if "nested too deep" in str(first):
+        raise SchemaInvalid([f"the reply is not valid JSON ({first}); it must be one JSON value"])
     for block in re.findall(r"```[\w-]*[ \t]*\n(.*?)```", text, re.S):
         try:
-            return json.loads(block)
+            return shallow(loads(block))
         except ValueError:
             pass
     for m in re.finditer("[" + re.escape(starts) + "]", text):
         try:
-            return json.JSONDecoder().raw_decode(text, m.start())[0]
-        except ValueError:
+            return shallow(json.JSONDecoder().raw_decode(text, m.start())[0])
+        except (ValueError, RecursionError):
             continue
     reason = "is empty" if not text else f"is not valid JSON ({first})"
     raise SchemaInvalid([f"the reply {reason}; it must be one JSON value"])
+
+
+def shallow(value: Any) -> Any:
+    """`value` when it nests at most MAX_NESTING levels (what takes it apart later may recurse);
+    else a ValueError saying so. Walked without recursion."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= MAX_NESTING:
+                raise ValueError(f"nested too deep: more than {MAX_NESTING} levels")
+            stack += [(v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)]
+    return value
 
 
 MESSAGES = {
