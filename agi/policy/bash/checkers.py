@@ -375,6 +375,39 @@ def _always(program: str) -> Callable[[list[str], bool], Opaque | None]:
     return lambda values, fed: Opaque(program, None)
 
 
+MAKE_LONG = {"--eval": "--eval", "--file": "-f", "--makefile": "-f", "--directory": "-C"}
+MAKE_VALUED = "IjlWoO"  # short options whose value follows (in the word or the next one)
+ASSIGNMENT = re.compile(r"[A-Za-z_.][A-Za-z0-9_.-]*[:+?!]*=")
+
+
+def _make(program: str) -> Callable[[list[str], bool], Opaque | None]:
+    """make runs the project's recipes (`Bash(make:*)` vouches for those); code given in its
+    arguments only with a rule naming the option: `--eval`/`-E` (make code, `$(shell …)`), a
+    makefile `-f` names and another directory's `-C` (not the project's recipes), and a variable
+    set on the command line (`SHELL=…`, `CC=…` change what every recipe runs)."""
+
+    def check(values: list[str], fed: bool) -> Opaque | None:
+        for value in values:
+            if value.startswith(UNKNOWN):  # `make "$x"`: any of the below
+                return Opaque(program, None, exact=True)
+            if value.startswith("--"):
+                name = value.partition("=")[0]
+                found = [o for o in MAKE_LONG if len(name) > 2 and o.startswith(name)]
+                if found:  # `--ev=…`: getopt takes a prefix of the option
+                    return Opaque(program, MAKE_LONG[found[0]])
+            elif value.startswith("-") and len(value) > 1:
+                for char in value[1:]:
+                    if char in "EfC":
+                        return Opaque(program, "-" + char)
+                    if char in MAKE_VALUED:
+                        break  # the rest of the word is its value
+            elif ASSIGNMENT.match(value):
+                return Opaque(program, value, exact=UNKNOWN in value)
+        return Opaque(program, None)
+
+    return check
+
+
 def _sqlite(values: list[str], fed: bool) -> Opaque | None:
     for at, value in enumerate(values):
         if value in ("-cmd", "--cmd", "-init", "--init"):

@@ -15,6 +15,7 @@ from agi.policy.bash.checkers import (
     _dc,
     _git,
     _interpreter,
+    _make,
     _options_named,
     _rsync,
     _scp,
@@ -23,6 +24,11 @@ from agi.policy.bash.checkers import (
     _tar,
 )
 from agi.policy.bash.words import Word
+
+MAKE_WHY = (
+    "runs the recipes of a Makefile; `--eval`/`-E`, `-f`, `-C` and `VAR=value` arguments run code "
+    "the project's Makefile does not hold (only a rule naming that option vouches for them)"
+)
 
 OPAQUE: dict[str, tuple[str, Callable[[list[str], bool], Opaque | None]]] = {
     "awk": ("its program may call `system`, pipe to commands or write files", _awk),
@@ -43,9 +49,9 @@ OPAQUE: dict[str, tuple[str, Callable[[list[str], bool], Opaque | None]]] = {
         "`-exec`, `-execdir`, `-ok`, `-okdir` run a command per file (also judged)",
         _options_named("find", ("-exec", "-execdir", "-ok", "-okdir")),
     ),
-    "make": ("runs the recipes of a Makefile", _always("make")),
-    "gmake": ("runs the recipes of a Makefile", _always("gmake")),
-    "bmake": ("runs the recipes of a Makefile", _always("bmake")),
+    "make": (MAKE_WHY, _make("make")),
+    "gmake": (MAKE_WHY, _make("gmake")),
+    "bmake": (MAKE_WHY, _make("bmake")),
     "just": ("runs the recipes of a justfile", _always("just")),
     "m4": ("`syscmd` and `esyscmd` run commands", _always("m4")),
     "gdb": (
