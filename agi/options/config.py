@@ -56,6 +56,11 @@ PROVIDER_KEYS: dict[str, tuple[Any, str]] = {
     "max_concurrent": checks.COUNT,
     "api": FILE_KEYS["api"],
 }
+PROFILE_KEYS: dict[str, tuple[Any, str]] = {  # `[profiles.NAME]` (agi --serve, docs: serve)
+    k: FILE_KEYS[k]
+    for k in ("model", "sys", "tools", "permission_mode", "max_steps", "timeout", "max_cost")
+}
+PROFILE_KEYS["schema"] = (lambda v: isinstance(v, (str, dict)), "the --schema DSL or a table")
 PRICE_KEYS: dict[str, tuple[Any, str]] = dict.fromkeys(
     ("input", "output", "cached", "cache_write", "batch_input", "batch_output"), checks.PRICE
 )
@@ -136,6 +141,7 @@ def load_file(path: Path) -> dict[str, Any]:
     _check_tables(path, "providers", data.get("providers") or {}, PROVIDER_KEYS)
     _check_prices(path, data.get("prices") or {})
     _check_tables(path, "models", data.get("models") or {}, MODEL_KEYS)
+    _check_tables(path, "profiles", data.get("profiles") or {}, PROFILE_KEYS)
     _parsed[str(path)] = (stamp, data)
     return data
 

@@ -350,7 +350,8 @@ OPTIONS: tuple[Option, ...] = (
         doc="serve other agents as the MCP tool `agi` on stdio"),
     Opt("batch", "run every JSON line of FILE ('-': stdin) as a job; one JSON line out per job",
         "serve", ("--batch",), metavar="FILE"),
-    Opt("jobs", "with --batch: jobs run at once (4)", "serve", ("--jobs",), metavar="N",
+    Opt("jobs", "with --batch: jobs run at once (4); with --serve: requests (8)", "serve",
+        ("--jobs",), metavar="N",
         default=4, parse=c.whole(1, 1024)),
     Opt("batch_out", "with --batch: append the output lines to FILE too, and skip the jobs it "
         "holds with exit 0 (resume)", "serve", ("--batch-out",), metavar="FILE"),
@@ -361,6 +362,27 @@ OPTIONS: tuple[Option, ...] = (
         doc="with `--batch`: send the jobs as OpenAI's or Anthropic's batches (one call a job, "
         "no tools; about half the price, answered within 24 hours) instead of running them "
         "here; with `--batch-out OUT`, `OUT.batches.json` keeps the batches for a rerun"),
+    Opt("serve", "serve HTTP: agi's runs API and an OpenAI-compatible front (127.0.0.1:8765)",
+        "serve", ("--serve",), "optional", metavar="[HOST:]PORT",
+        doc="serve HTTP until SIGINT/SIGTERM: `/v1/runs`, OpenAI's `/v1/chat/completions` and "
+        "`/v1/responses`, `/v1/models`, `/healthz`, `/metrics` (docs: serve; extra "
+        "`agi-cli[serve]`); the other options are every request's defaults and limits"),
+    Opt("serve_token", "with --serve: require `Authorization: Bearer TOKEN` (also "
+        "AGI_SERVE_TOKEN)", "serve", ("--serve-token",), metavar="TOKEN",
+        doc="with `--serve`: requests need `Authorization: Bearer TOKEN` (else 401); also "
+        "`AGI_SERVE_TOKEN`; required to bind anything but loopback"),
+    Opt("budget", "with --serve: USD the whole server may spend", "serve", ("--budget",),
+        metavar="USD", parse=c.positive(float),
+        doc="with `--serve`: USD every request together may spend (`--max-cost` is each "
+        "request's ceiling); once spent, runs end with exit 4"),
+    Opt("queue", "with --serve: requests that may wait for a free job (64); more get 429",
+        "serve", ("--queue",), metavar="N", parse=c.whole(0, 1 << 20),
+        doc="with `--serve`: requests that may wait for one of the `--jobs`; past that, 429 "
+        "with `retry-after`"),
+    Opt("profiles", "models `agi --serve` offers", "serve", type="dict[str, Any]",
+        check=c.table("a table of tables"),
+        doc="`[profiles.NAME]` tables: `model`, `sys`, `tools`, `permission_mode`, `max_steps`, "
+        "`timeout`, `max_cost`, `schema`; `agi --serve` offers each as the OpenAI `model` NAME"),
 )
 # fmt: on
 

@@ -124,6 +124,11 @@ def serve(args: argparse.Namespace) -> int | None:
         from agi.frontends.mcp.serve import main as serve_mcp
 
         return serve_mcp(args)
+    if args.serve is not None:  # HTTP until SIGINT/SIGTERM (docs: serve)
+        # lazy: a front end, loaded when the command line dispatches to it
+        from agi.frontends.serve.main import main as serve_http
+
+        return serve_http(args, flags_layer(args))
     if args.batch is not None or args.jobs or args.batch_out or args.shard or args.batch_api:
         # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.batch.main import batch  # many prompts, one process (section 19)

@@ -1,0 +1,117 @@
+"""`agi --serve [HOST:]PORT`: the address and the token checked, the socket listening, the
+application served by uvicorn until SIGINT/SIGTERM (running requests drained within
+`--timeout`). The server's options are loaded on a thread once the socket listens, so the first
+request is answered at once (`/healthz`); a run waits for them, a bad option ends the server
+with exit 2 (docs: serve)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from agi.errors import AgiError, UsageError
+
+if TYPE_CHECKING:
+    from agi.options.values import Layer
+
+DEFAULT = ("127.0.0.1", 8765)
+
+
+def address(text: str) -> tuple[str, int]:
+    """`[HOST:]PORT` (`''`: the default; `[::1]:PORT` for IPv6)."""
+    if not text:
+        return DEFAULT
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = DEFAULT[0], text
+    host = host.strip("[]") or DEFAULT[0]
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--serve: expected [HOST:]PORT, got {text!r} (a port is 0 to 65535)")
+    return host, int(port)
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listening(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"--serve: cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.listen(2048)
+    return sock
+
+
+def main(args: argparse.Namespace, layer: Layer) -> int:
+    host, port = address(args.serve)
+    token = args.serve_token or os.environ.get("AGI_SERVE_TOKEN") or None
+    if token is None and not loopback(host):
+        raise UsageError(
+            f"--serve {host}: binding to anything but loopback needs a token (--serve-token or "
+            "AGI_SERVE_TOKEN)"
+        )
+    try:
+        # lazy: the ASGI stack, the `serve` extra, loaded on this path alone
+        import uvicorn
+
+        from agi.frontends.serve.app import Server, build
+        from agi.frontends.serve.runner import Shared, load
+    except ImportError as e:
+        raise UsageError(
+            f"--serve needs the serve extra: pip install 'agi-cli[serve]' ({e})"
+        ) from None
+    sock = listening(host, port)
+    shared = Shared(layer, args.budget)
+    server = Server(shared, token, args.jobs or 8, 64 if args.queue is None else args.queue)
+    config = uvicorn.Config(
+        build(server),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=None,
+        server_header=False,
+    )
+    http = uvicorn.Server(config)
+    failed: list[AgiError] = []
+
+    def load_options() -> None:
+        try:
+            shared.loaded = load(layer, args.budget)
+            loaded_timeout = shared.loaded.kept.timeout
+            config.timeout_graceful_shutdown = int(loaded_timeout) if loaded_timeout else None
+        except AgiError as e:
+            failed.append(e)
+            http.should_exit = True
+        except Exception as e:  # a bug: the server cannot serve
+            failed.append(AgiError(f"internal error: {type(e).__name__}: {e}"))
+            http.should_exit = True
+        finally:
+            server.ready.set()
+
+    threading.Thread(target=load_options, name="agi-serve-load", daemon=True).start()
+    bound = sock.getsockname()
+    sys.stderr.write(f"agi: serving on http://{host_text(bound[0])}:{bound[1]}\n")
+    sys.stderr.flush()
+    http.run(sockets=[sock])
+    if failed:
+        raise failed[0]
+    return 0
+
+
+def host_text(host: Any) -> str:
+    return f"[{host}]" if ":" in str(host) else str(host)
