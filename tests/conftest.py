@@ -46,6 +46,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     """An environment with no model settings of the developer's, and agi's state under tmp_path."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_VARS)}
     clean.update(AGI_HOME=str(tmp_path / "agi-home"), AGI_CONFIG=str(tmp_path / "config.toml"))
+    (tmp_path / "config.toml").touch()  # a named config file must exist (docs: configuration)
     return clean
 
 

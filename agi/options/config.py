@@ -106,6 +106,17 @@ def config_path() -> Path:
     return Path(base) / "agi" / "config.toml"
 
 
+def check_named_config() -> None:
+    """A config file named by `$AGI_CONFIG` must exist: a typo would otherwise run without it
+    (the default path may be missing; docs: configuration)."""
+    named = os.environ.get("AGI_CONFIG")
+    if named and not Path(named).expanduser().exists():
+        raise ConfigError(
+            f"config file {named} (AGI_CONFIG) does not exist: create it, or unset AGI_CONFIG "
+            "to use the default"
+        )
+
+
 def agi_home() -> Path:
     if os.environ.get("AGI_HOME"):
         return Path(os.environ["AGI_HOME"]).expanduser()
@@ -176,6 +187,43 @@ def split_model(spec: str, known: dict[str, Any]) -> tuple[str | None, str]:
     return None, spec
 
 
+def unknown_prefix(spec: str, known: dict[str, Any], endpoint_given: bool) -> None:
+    """`-m olama:qwen3`: a prefix that names no provider is a usage error when it is close to
+    one, or when no endpoint was given that could serve a model named with a colon (a local
+    server's `qwen3:8b`); OpenAI's fine-tuned `ft:...` names pass."""
+    import difflib  # lazy: only for a model named with a colon
+
+    prefix, sep, rest = spec.partition(":")
+    if not (sep and rest and prefix) or prefix == "ft" or "/" in prefix:
+        return
+    names = sorted({*PROVIDERS, *known})
+    # a typo is one letter off (olama, opnai: 0.9); a local model's name is further (llama3: 0.83)
+    if endpoint_given and not difflib.get_close_matches(prefix, names, n=1, cutoff=0.86):
+        return
+    close = difflib.get_close_matches(prefix, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(
+        f"unknown provider {prefix!r} in -m {spec} (known: {', '.join(names)}){hint}"
+    )
+
+
+def check_base_url(r: Resolved, base_url: str) -> None:
+    """A base URL is `http(s)://HOST...`; anything else is a usage error before a byte is sent."""
+    from urllib.parse import urlsplit  # lazy: only once an endpoint is chosen
+
+    try:
+        parts = urlsplit(base_url)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        layer = r.layer_of("base_url")
+        where = f" ({layer.where('base_url')})" if layer is not None else ""
+        raise ConfigError(
+            f"base URL {base_url!r}{where} must start with http:// or https:// and name a host"
+        )
+
+
 def resolve_model(r: Resolved, path: Path) -> ModelConfig:
     """Pick model, endpoint and key by the contract's precedence: the options' layers (config
     file < environment < front end), then the provider's table, its variables, its preset."""
@@ -186,6 +234,7 @@ def resolve_model(r: Resolved, path: Path) -> ModelConfig:
     if not spec:
         raise ConfigError(NO_MODEL.format(path=path))
     provider, model = split_model(spec, custom)
+    named = provider is not None
     provider = provider or o.provider or "openai"
     section = custom.get(provider) or {}
     if not isinstance(section, dict):
@@ -202,6 +251,9 @@ def resolve_model(r: Resolved, path: Path) -> ModelConfig:
             f"no endpoint for provider {provider!r}: pass --base-url URL, set AGI_BASE_URL, "
             f'or add [providers.{provider}] base_url = "..." to {path}'
         )
+    if not named:
+        unknown_prefix(spec, custom, base_url != default_url)
+    check_base_url(r, base_url)
     key_var = section.get("api_key_env") or key_var
     given = r.layer_of("api_key")  # AGI_API_KEY or a front end's key: before the provider's
     later = o.api_key if given is not None and given.path is None else None

@@ -107,11 +107,16 @@ def test_ollama_model_with_a_colon_in_its_tag(clean):
     )
 
 
-def test_unknown_prefix_is_a_bare_model_for_the_default_provider(clean):
-    m = resolve("qwen3:8b")
-    assert (m.provider, m.model, m.base_url) == ("openai", "qwen3:8b", "https://api.openai.com/v1")
+def test_unknown_prefix_is_a_bare_model_at_an_endpoint_given(clean):
+    m = resolve("qwen3:8b", base_url="http://gpu-box:8000/v1")
+    assert (m.provider, m.model, m.base_url) == ("openai", "qwen3:8b", "http://gpu-box:8000/v1")
     m = resolve("gpt-4o-mini")
     assert (m.provider, m.model) == ("openai", "gpt-4o-mini")
+    assert resolve("ft:gpt-4o-mini:org::abc").model == "ft:gpt-4o-mini:org::abc"  # fine-tuned
+    with pytest.raises(ConfigError, match="unknown provider 'qwen3'"):  # not at OpenAI's own
+        resolve("qwen3:8b")
+    with pytest.raises(ConfigError, match="did you mean 'ollama'"):  # a typo, whatever the URL
+        resolve("olama:qwen3", base_url="http://gpu-box:8000/v1")
 
 
 def test_model_precedence_flag_env_file(clean):
@@ -166,9 +171,9 @@ def test_custom_provider_table_makes_name_model_work(clean, tmp_path):
     clean.setenv("OPENAI_API_KEY", "sk-openai")
     m = layered({"model": "vllm:meta-llama/Llama-3-8B"}, file, path)
     assert m.api_key == "tok-vllm"
-    # a name not in the table is still a bare model for the default provider
-    m = layered({"model": "other:thing"}, file, path)
-    assert (m.provider, m.model) == ("openai", "other:thing")
+    # a name not in the table is a usage error naming the table's providers too
+    with pytest.raises(ConfigError, match="openrouter, vllm"):
+        layered({"model": "other:thing"}, file, path)
 
 
 def test_missing_config_file_is_empty(tmp_path):

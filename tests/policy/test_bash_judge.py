@@ -292,6 +292,7 @@ def judged(tmp_path_factory):
     (home / "evil" / "ls").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_VARS)}
     env.update(AGI_HOME=str(home / "agi-home"), AGI_CONFIG=str(home / "config.toml"))
+    (home / "config.toml").touch()
     step = calls(*[("Bash", {"command": form, "timeout": 10000}) for _, form in FORMS])
     args = ["--permission-mode", "dontAsk", "--deny", "Bash(rm:*)"]
     for rule in ALLOW:

@@ -98,6 +98,7 @@ def judged(tmp_path_factory):
     (home / "v").write_text("keep me\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(PROVIDER_VARS)}
     env.update(AGI_HOME=str(home / "agi-home"), AGI_CONFIG=str(home / "config.toml"))
+    (home / "config.toml").touch()
     forms = DENIED + RUNS
     step = calls(*[("Bash", {"command": form, "timeout": 10000}) for form in forms])
     args = ["--permission-mode", "dontAsk", "--deny", "Bash(rm:*)"]

@@ -114,6 +114,10 @@ def serve(args: argparse.Namespace) -> int | None:
         return prune_command(args)
     if args.list_sessions or args.show or rewinding(args):
         return inspect(args)
+    # lazy: the option layers, after --help and --version
+    from agi.options.config import check_named_config
+
+    check_named_config()  # a named config file that does not exist: exit 2, for every front end
     if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
         # lazy: agi.frontends.acp.main loads asyncio
         from agi.frontends.acp.main import serve

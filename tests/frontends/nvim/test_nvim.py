@@ -219,6 +219,7 @@ def nvim_env(home: Path, python: str) -> dict[str, str]:
         AGI_TEST_PYTHON=python,
         NVIM_RPLUGIN_MANIFEST=str(home / "no-manifest.vim"),
     )
+    (home / "config.toml").touch()  # a named config file must exist
     return env
 
 
