@@ -149,6 +149,11 @@ def one_run(args: argparse.Namespace, started: float, runs: list[Run]) -> int:
         raise UsageError("--compact works on a session: give -s DIR or -c (not -i, --fork)")
     if args.compact and (args.schema or args.exit_code is not None):
         raise UsageError("--compact prints the summary: it takes no --schema or --exit-code")
+    if args.exit_code == "" and len(args.prompt) > 1:  # `--exit-code "tests pass" "Fix it"`
+        sys.stderr.write(
+            "agi: --exit-code takes criteria only with = (--exit-code=CRITERIA): the prompt "
+            f"is all {len(args.prompt)} words given\n"
+        )
     # lazy: a front end, loaded when the command line dispatches to it
     from agi.frontends.cli import oneshot  # after parsing: --version and --help stay light
 

@@ -78,8 +78,14 @@ def open_run(args: argparse.Namespace, settings: Settings, started: float, runs:
     elif settings.output == "jsonl":
         secrets = redaction.usable([settings.model.api_key])
         view = EventLines(view, lambda text: redaction.redact(text, secrets))
+    named = Path(args.session) if args.session else None
+    if named is not None and any(c.isspace() for c in named.name) and not named.exists():
+        sys.stderr.write(  # `-s "You are terse"`: llm's -s is a system prompt, agi's a session
+            f"agi: -s makes a new session directory {str(named)!r} (a system prompt is "
+            "--sys FILE)\n"
+        )
     choice = SessionChoice(
-        path=Path(args.session) if args.session else None,
+        path=named,
         cont=args.cont,
         fork=Path(args.fork) if args.fork else None,
         compact=bool(args.compact),
@@ -100,6 +106,8 @@ def open_run(args: argparse.Namespace, settings: Settings, started: float, runs:
             runs.append(Unopened(settings, view, partial))
         raise
     runs.append(run)
+    if args.fork:  # in a pipe too: where the copy went is said nowhere else (docs: sessions)
+        sys.stderr.write(f"agi: forked {args.fork} to {run.session.path}\n")
     return run
 
 
