@@ -52,7 +52,7 @@ def open_session(settings: Settings, choice: SessionChoice) -> Session:
         raise UsageError(f"nothing to compact: {path} holds no agi conversation")
     key = settings.model.api_key
     session = Session.open(path or fresh_path(index), secrets=[key] if key else [])
-    index.record(session.path)
+    index.record(session.path, choice.latest)
     return session
 
 

@@ -37,13 +37,16 @@ class SessionChoice:
     """The session a run opens: `path` (None: a new one under AGI_HOME), the last one used
     (`cont`, `-c`), a copy of `fork` made at `path` first (`--fork`), or one the front end has
     opened and holds locked itself (`held`: Neovim; it also saves that session's usage).
-    `compact`: the session must already hold a conversation (`--compact`)."""
+    `compact`: the session must already hold a conversation (`--compact`). `latest=False`: a
+    run no person started at this machine's command line (batch, MCP, ACP, HTTP): the index
+    lists it, `-c` never continues it (docs: sessions)."""
 
     path: Path | None = None
     cont: bool = False
     fork: Path | None = None
     held: Session | None = None
     compact: bool = False
+    latest: bool = True
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """`$AGI_HOME/index.jsonl`: the sessions agi ran, one line per run (docs: sessions), and its lock.
 
-`--continue` takes the latest session still there; `--prune` rewrites the index under LOCK_EX
+`--continue` takes the latest session still there that a person's run used (a batch job's, an MCP
+call's, an ACP or HTTP session's line says `"latest": false`: listed, never continued by `-c`); `--prune` rewrites the index under LOCK_EX
 while every run appends under LOCK_SH (docs: volume).
 """
 
@@ -32,15 +33,20 @@ class SessionIndex:
     def default_path(self) -> Path:
         return self.home / "sessions" / new_session_id()
 
-    def record(self, path: Path) -> None:
-        """ASCII JSON: a path that is not UTF-8 is kept as escapes and found again as it was."""
+    def record(self, path: Path, latest: bool = True) -> None:
+        """ASCII JSON: a path that is not UTF-8 is kept as escapes and found again as it was.
+        `latest=False`: a run no person started here (batch, MCP, ACP, HTTP): `-c` skips it."""
         make_private_dir(self.home)
-        line = json.dumps({"path": str(path.resolve()), "time": time.time()}) + "\n"
+        entry: dict[str, object] = {"path": str(path.resolve()), "time": time.time()}
+        if not latest:
+            entry["latest"] = False
+        line = json.dumps(entry) + "\n"
         with index_held(self.file, fcntl.LOCK_SH):  # not while --prune rewrites it
             append_line(self.file, line)
 
     def latest(self) -> Path | None:
-        return next(iter_sessions(self.home), None)
+        """The session `-c` continues: the last one a command-line or interactive run used."""
+        return next(iter_sessions(self.home, continuable=True), None)
 
 
 @contextmanager
@@ -77,8 +83,9 @@ def session_size(path: Path) -> int:
     return total
 
 
-def iter_sessions(home: Path) -> Iterator[Path]:
-    """Sessions in the index that still exist, most recently used first, each once."""
+def iter_sessions(home: Path, continuable: bool = False) -> Iterator[Path]:
+    """Sessions in the index that still exist, most recently used first, each once;
+    `continuable`: only by the runs `-c` may continue after (lines without `"latest": false`)."""
     try:
         lines = [line for line in read_lines(home / "index.jsonl") if line is not None]
     except UsageError:
@@ -86,8 +93,11 @@ def iter_sessions(home: Path) -> Iterator[Path]:
     seen: set[str] = set()
     for line in reversed(lines):
         try:
-            path = json.loads(line)["path"]
+            entry = json.loads(line)
+            path = entry["path"]
         except (ValueError, KeyError, TypeError):
+            continue
+        if continuable and entry.get("latest") is False:
             continue
         if isinstance(path, str) and path not in seen:
             seen.add(path)

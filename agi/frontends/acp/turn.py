@@ -41,7 +41,7 @@ def open_run(
         on_allowed=editor.started,  # the editor hears when a call it may have allowed starts
         interrupted=editor.cancelled,  # a cancel ends a wait for the session's lock
         interactive=True,  # --timeout limits each turn
-        session=SessionChoice(path=editor.path),
+        session=SessionChoice(path=editor.path, latest=False),  # listed, never -c's
         session_start=not editor.started_hooks,  # once for the session, not for each model
     )
     return engine.open(spec)

@@ -228,7 +228,8 @@ class LocalRuns:
                 layer=self.plan.limits(job),  # the job's own limits, which the run lays over
                 view=JobView(job, self.warned),
                 budget=self.budget,  # the batch's --max-cost, spent by every job's model calls
-                session=SessionChoice(path=Path(session) if session else None),  # None: new
+                # None: new; never the session `-c` continues
+                session=SessionChoice(path=Path(session) if session else None, latest=False),
                 pool=self.pool,  # the workers' HTTP clients and one backoff per endpoint
             )
             run = engine.open(spec)

@@ -216,7 +216,10 @@ def inspect(args: argparse.Namespace) -> int:
     # lazy: a front end, loaded when the command line dispatches to it
     from agi.options.config import agi_home
 
-    text = list_sessions(agi_home()) if args.list_sessions else show(Path(args.show))
+    if args.list_sessions:  # a terminal gets a header and the newest 20, a pipe every line
+        text = list_sessions(agi_home(), 20 if sys.stdout.isatty() else None)
+    else:
+        text = show(Path(args.show))
     if text:
         sys.stdout.write(text + "\n")
     sys.stdout.flush()

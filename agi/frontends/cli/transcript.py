@@ -39,10 +39,19 @@ def human_size(n: int) -> str:
     return str(n)
 
 
-def list_sessions(home: Path) -> str:
-    """One line per session, newest first: path, first prompt, model, messages, size."""
+HEADER = "PATH\tUPDATED\tMODEL\tMESSAGES\tSIZE\tUSAGE\tFIRST PROMPT"
+
+
+def list_sessions(home: Path, limit: int | None = None) -> str:
+    """One line per session, newest first: path, first prompt, model, messages, size. With a
+    `limit` (a terminal's listing), a header first and the newest `limit` only, then how many
+    more there are; a pipe gets every line and no header (docs: sessions)."""
     rows = []
+    more = 0
     for path in iter_sessions(home):  # one bad session spoils no other's line
+        if limit is not None and len(rows) >= limit:
+            more += 1
+            continue
         meta = read_meta(path)
         prompt = " ".join(str(meta.get("first_prompt", "")).split())
         prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
@@ -57,6 +66,10 @@ def list_sessions(home: Path) -> str:
             f"{path_}\t{updated}\t{model}\t{count}\t{human_size(session_size(path))}\t"
             f"{usage_summary(meta.get('usage'))}\t{one_line(prompt)}"
         )
+    if limit is not None:
+        rows.insert(0, HEADER)
+        if more:
+            rows.append(f"({more} older not shown: agi --list-sessions | cat lists every one)")
     return escape_controls("\n".join(rows))
 
 
@@ -73,6 +86,9 @@ def usage_summary(recorded: Any, detail: bool = False) -> str:
 
 def show(path: Path) -> str:
     """A readable transcript from messages.jsonl, with timings from trace.jsonl."""
+    if not path.is_dir():
+        what = "no such directory" if not path.exists() else "not a directory"
+        raise UsageError(f"{path} is not a session ({what})")
     if not (path / "meta.json").exists():
         raise UsageError(f"{path} is not an agi session (no meta.json)")
     session = Session(path)

@@ -157,7 +157,7 @@ class CallRun:
             layer=self.base.for_call(self.call),
             cwd=self.call.cwd,
             view=Progress(self.send),
-            session=SessionChoice(path=self.call.session),
+            session=SessionChoice(path=self.call.session, latest=False),  # not -c's
             started=self.started,
             pool=self.base.pool,
         )

@@ -219,7 +219,7 @@ class Job:
             pool=self.shared.pool,
             meter=meter,
             mode=self.request.permission_mode,
-            session=SessionChoice(path=self.request.session),
+            session=SessionChoice(path=self.request.session, latest=False),  # not -c's
         )
         run = engine.open(spec)
         self.view.redact = run.redact
