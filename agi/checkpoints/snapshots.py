@@ -31,6 +31,7 @@ import errno
 import os
 import shutil
 import stat
+import sys
 import threading
 import time
 import zlib
@@ -137,8 +138,10 @@ class Checkpoints:
         cwd: str,
         warn: Callable[[str], None],
         files: bool = True,
+        notices: bool = True,
     ):
         self.home, self.session, self.cwd, self.warn = home, session, cwd, warn
+        self.notices = notices  # the big-file notice: a person watches stderr (or -v)
         self.files = files  # False: `checkpoints = false`: only the turn list
         self.git = files and shutil.which("git") is not None  # agi.checkpoints.shadow's git
         self.turn: int | None = None
@@ -164,8 +167,11 @@ class Checkpoints:
         """A turn starts: its number, time, prompt and where its conversation begins."""
         path = self.session.path
         repair_records(path, self.home)
-        numbers = [r["turn"] for r in read_records(path, self.home) if "turn" in r]
+        records = read_records(path, self.home)
+        numbers = [r["turn"] for r in records if "turn" in r]
         self.turn = max(numbers, default=0) + 1
+        if not self.notices or any("skipped" in r for r in records):  # said once a session
+            self.warned.add("big")
         self.snapped, self.touched, self.shadow = False, set(), None
         # redacted whole, then cut: a key across the cut would leave a part of itself
         first = self.session.redact((prompt.strip().splitlines() or [""])[0])[:200]
@@ -308,5 +314,8 @@ class Checkpoints:
 def for_run(
     settings: Settings, session: Session, cwd: str, warn: Callable[[str], None]
 ) -> Checkpoints:
-    """The run's checkpoints (`checkpoints = false`: the turn list only, no files)."""
-    return Checkpoints(settings.home, session, cwd, warn, getattr(settings, "checkpoints", True))
+    """The run's checkpoints (`checkpoints = false`: the turn list only, no files). The notice
+    of files too big to record is for a person: a terminal's stderr or -v, once a session."""
+    files = getattr(settings, "checkpoints", True)
+    notices = bool(getattr(settings, "verbose", False)) or sys.stderr.isatty()
+    return Checkpoints(settings.home, session, cwd, warn, files, notices)

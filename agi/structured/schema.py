@@ -52,6 +52,14 @@ class SchemaInvalid(ValueError):
         self.problems = problems
 
 
+def named_file(spec: str) -> bool:
+    """A DSL value that reads as a file's name: one word ending in .json or naming a file."""
+    word = spec.strip()
+    if not word or any(c.isspace() for c in word) or ":" in word:
+        return False
+    return word.lower().endswith((".json", ".schema")) or Path(word).expanduser().is_file()
+
+
 def parse_schema(spec: str, source: str = "--schema") -> dict[str, Any]:
     """A schema value (DSL, JSON Schema literal, @FILE) as JSON Schema; SchemaError if bad.
     `source` names the option in errors (`--schema`, `config.toml: schema`, an MCP call's)."""
@@ -66,7 +74,15 @@ def parse_schema(spec: str, source: str = "--schema") -> dict[str, Any]:
             raise SchemaError(f"cannot read {source} file {path}: {reason}") from e
         source = f"{source} file {path}"
     if not spec.lstrip().startswith("{"):
-        return Parser(spec, source).top()
+        try:
+            return Parser(spec, source).top()
+        except SchemaError:
+            if named_file(spec):  # `--schema s.json`: the file was meant
+                raise SchemaError(
+                    f"bad {source}: {spec!r} is not a schema; a schema in a file is @FILE "
+                    f"({source} @{spec})"
+                ) from None
+            raise
     try:
         schema = loads(spec)
     except json.JSONDecodeError as e:

@@ -361,9 +361,10 @@ def test_checkpoints_off_take_nothing_and_a_rewind_says_so(agi, tmp_path):
     listed = agi("-s", str(session), "--rewind", cwd=work).stdout.splitlines()
     assert listed[1].strip() == listed[3].strip() == "files unknown (checkpoints off)"
     r = agi("-s", str(session), "--rewind-files", "1", cwd=work)
-    assert r.returncode == 0 and r.stdout == ""
+    assert r.returncode == 2 and r.stdout == ""  # nothing restored is not a success
     assert r.stderr == (
-        "agi: turn 1 had no snapshot (checkpoints off): its files are not restored\n"
+        "agi: turn 1 had no snapshot (checkpoints off): none of its files can be restored, "
+        "and nothing was changed\n"
     )
     assert (work / "a.txt").read_text() == "A\n" and (work / "b.txt").read_text() == "c\n"
 

@@ -109,7 +109,7 @@ def _rewind(
     n = turn.number
     plan, actions, done, failed = None, [], [], []
     if kind in ("both", "files"):
-        plan, actions, done, failed = _files(session, turns, n, dry, home)
+        plan, actions, done, failed = _files(session, turns, n, dry, home, kind == "files")
     if kind in ("both", "conversation") and not dry:
         rewind_conversation(session, turn)
     if not dry:
@@ -143,9 +143,12 @@ def _rewind(
     return 1 if failed else 0
 
 
-def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tuple[Any, ...]:
+def _files(
+    session: Any, turns: list[Any], n: int, dry: bool, home: Path, only: bool = False
+) -> tuple[Any, ...]:
     """Plan (and unless `dry`, carry out) the rewind of the files: (plan, actions, done,
-    failed)."""
+    failed). `only` (--rewind-files): a turn without a snapshot whose rewind would restore
+    nothing is a usage error (exit 2), not a success that did nothing."""
     secrets = [os.fsencode(k) for k in known_keys()]  # the rewind's own snapshot keeps none
     try:
         plan = plan_files(turns, n, home, session.path, dry, secrets)
@@ -161,6 +164,11 @@ def _files(session: Any, turns: list[Any], n: int, dry: bool, home: Path) -> tup
             if first.untracked == OFF
             else "only what Write and Edit changed is restored"
         )
+        if only and first.number == n and not plan.paths() and not plan.left:
+            raise UsageError(
+                f"turn {n} had no snapshot ({first.untracked}): none of its files can be "
+                "restored, and nothing was changed"
+            )
         sys.stderr.write(f"agi: turn {first.number} had no snapshot ({first.untracked}): {what}\n")
     done, failed = ([], []) if dry else apply_files(plan, home)
     return plan, plan.paths(), done, [*plan.refused, *failed]

@@ -3,6 +3,9 @@ before anything is sent, and what agi did without saying is said on stderr."""
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from fakeserver import FakeModel, text
 
 
@@ -78,3 +81,120 @@ def test_fork_says_where_the_copy_went_in_a_pipe(agi, tmp_path):
         assert (tmp_path / copy / "meta.json").exists() and "orig" != copy
         named = agi("--no-stdin", "--fork", "orig", "-s", "other", "what", server=server)
         assert named.stderr == "agi: forked orig to other\n"
+
+
+def test_continue_skips_batch_jobs_which_are_still_listed(agi, tmp_path):
+    (tmp_path / "prompts.txt").write_text("Classify inquiry 1\nClassify inquiry 2\n")
+    with FakeModel(text("ok")) as server:
+        assert agi("--no-stdin", "-s", "mine", "Read main.py", server=server).returncode == 0
+        batch = agi("--batch", "prompts.txt", "--batch-out", "out.jsonl", server=server)
+        assert batch.returncode == 0, batch.stderr
+        done = agi("--no-stdin", "-c", "where were we?", server=server)
+        assert done.returncode == 0, done.stderr
+        sent = [m.get("content") for m in server.requests[-1]["messages"]]
+        assert "Read main.py" in sent and not any("inquiry" in str(m) for m in sent)
+        listed = agi("--list-sessions").stdout  # in a pipe: every session, no header
+        assert listed.count("Classify inquiry") == 2 and "Read main.py" in listed
+
+
+def on_a_terminal(argv: list[str], env: dict[str, str], cwd) -> str:
+    """What agi writes to stdout when stdout is a terminal (a pseudo-terminal here)."""
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    done = subprocess.run(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side is closed and drained
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert done.returncode == 0, done.stderr
+    return out.decode().replace("\r\n", "\n")
+
+
+def test_list_sessions_on_a_terminal_has_a_header_and_the_newest_twenty(agi, env, tmp_path):
+    from conftest import AGI
+
+    home = tmp_path / "agi-home"
+    home.mkdir()
+    lines = []
+    for n in range(23):  # sessions as the index knows them: a directory with meta.json
+        session = tmp_path / f"s{n}"
+        session.mkdir()
+        (session / "meta.json").write_text(f'{{"first_prompt": "question {n}"}}')
+        lines.append(f'{{"path": "{session}", "time": {n}}}\n')
+    (home / "index.jsonl").write_text("".join(lines))
+    shown = on_a_terminal([AGI, "--list-sessions"], env, tmp_path).splitlines()
+    assert shown[0].split("\t")[0] == "PATH" and "FIRST PROMPT" in shown[0]
+    assert len(shown) == 22 and "question 22" in shown[1] and "question 3" in shown[20]
+    assert shown[21] == "(3 older not shown: agi --list-sessions | cat lists every one)"
+    piped = agi("--list-sessions").stdout.splitlines()
+    assert len(piped) == 23 and "question 0" in piped[22]
+
+
+def test_show_of_a_path_that_is_no_directory_says_it_is_not_a_session(agi, tmp_path):
+    usage_error(agi("--show", "/nonexistent"), "/nonexistent is not a session (no such directory)")
+    (tmp_path / "file").write_text("x")
+    usage_error(agi("--show", "file"), "file is not a session (not a directory)")
+
+
+def test_the_big_file_notice_is_once_a_session_and_not_in_a_pipe(agi, tmp_path):
+    from fakeserver import call
+
+    if shutil.which("git") is None:
+        pytest.skip("checkpoints snapshot with git: not installed")
+    work = tmp_path / "work"
+    work.mkdir()
+    with (work / "big.bin").open("wb") as f:
+        f.truncate(6 << 20)  # over 5 MB: left out of the snapshot
+
+    def run(session: str, *flags: str) -> list[str]:
+        with FakeModel(call("Bash", command="echo x > a.txt"), text("ok")) as server:
+            done = agi("--no-stdin", "-s", session, *flags, "do it", server=server, cwd=work)
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stderr.splitlines() if "over 5 MB" in line]
+
+    assert run("../piped") == []  # a pipe: not a word
+    [notice] = run("../watched", "-v")
+    assert notice.startswith("agi: checkpoints: 1 file(s) over 5 MB") and "big.bin" in notice
+    assert run("../watched", "-v") == []  # the session was told
+
+
+def test_rewind_files_of_a_turn_without_a_snapshot_is_exit_2(agi, tmp_path):
+    from fakeserver import call
+
+    with FakeModel(call("Bash", command="echo x > a.txt"), text("ok")) as server:
+        ran = agi("--no-stdin", "--no-checkpoints", "-s", "s", "do it", server=server)
+    assert ran.returncode == 0 and (tmp_path / "a.txt").exists()
+    before = (tmp_path / "s" / "messages.jsonl").read_bytes()
+    result = agi("-s", "s", "--rewind-files", "1")
+    usage_error(result, "turn 1 had no snapshot", "nothing was changed")
+    assert (tmp_path / "a.txt").exists() and (
+        tmp_path / "s" / "messages.jsonl"
+    ).read_bytes() == before
+
+
+def test_schema_naming_a_file_hints_at_the_at_sign(agi, tmp_path):
+    (tmp_path / "s.json").write_text('{"type": "object", "properties": {"n": {"type": "integer"}}}')
+    with FakeModel(text('{"n": 1}')) as server:
+        usage_error(
+            agi("--no-stdin", "--schema", "s.json", "hi", server=server), "--schema @s.json"
+        )
+        assert server.requests == []
+        assert agi("--no-stdin", "--schema", "@s.json", "hi", server=server).stdout == '{"n":1}\n'
