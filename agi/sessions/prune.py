@@ -2,9 +2,12 @@
 
 A session under `$AGI_HOME/sessions` last used longer ago than AGE goes, with its index entries
 and its indexes in the checkpoint repositories; a checkpoint repository that no existing session
-uses any more goes too. Never a session a run holds locked (its lock is taken for the removal,
-without waiting), never a symbolic link nor anything whose real path lies outside `$AGI_HOME`.
-`keep_sessions` prunes when a run ends, at most once a day (the stamp file `pruned`)."""
+uses any more goes too, and so does every file content Write and Edit kept in
+`$AGI_HOME/checkpoints/files/` that no existing session's `checkpoints.jsonl` names (those are
+shared by digest: one session removed frees only what no other names). Never a session a run
+holds locked (its lock is taken for the removal, without waiting), never a symbolic link nor
+anything whose real path lies outside `$AGI_HOME`. `keep_sessions` prunes when a run ends, at
+most once a day (the stamp file `pruned`)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from pathlib import Path
 
 from agi.errors import UsageError
 
+BLOB_NAME = re.compile(r"\.?[0-9a-f]{64}(\.\d+\.\d+)?")  # a content, or one being written
+BLOB_REF = re.compile(rb'"blob":\s*"([0-9a-f]{64})"')  # a checkpoints.jsonl line naming one
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 AGE_HINT = "a number and a unit: s, m, h, d or w (30d, 12h, 45m)"
@@ -51,6 +56,7 @@ class Pruned:
 
     sessions: list[Path] = field(default_factory=list)
     repositories: list[Path] = field(default_factory=list)
+    blobs: list[Path] = field(default_factory=list)  # kept file contents no session names
     locked: list[Path] = field(default_factory=list)  # old enough, but a run holds them
 
 
@@ -81,6 +87,7 @@ def prune(home: Path, age: float, dry_run: bool = False, now: float | None = Non
     if not dry_run and gone:
         _drop_index_entries(home, gone)
     done.repositories = _orphaned_repositories(home, real_home, gone, now, dry_run)
+    done.blobs = _orphaned_blobs(home, real_home, gone, now, dry_run)
     return done
 
 
@@ -220,12 +227,7 @@ def _live_owners(home: Path, gone: set[str]) -> set[str]:
     # lazy: only --prune loads it
     from agi.checkpoints.plumbing import owner_of
 
-    # lazy: agi.sessions.session imports this module
-    from agi.sessions.session import iter_sessions
-
-    paths = {os.path.realpath(home / "sessions" / e.name) for e in _entries(home / "sessions")}
-    paths |= {os.path.realpath(p) for p in iter_sessions(home)}
-    return {owner_of(Path(p)) for p in paths - gone if _is_session(Path(p))}
+    return {owner_of(Path(p)) for p in _session_paths(home, gone)}
 
 
 def _orphaned_repositories(
@@ -263,4 +265,63 @@ def _orphaned_repositories(
         if not dry_run:
             shutil.rmtree(repo, ignore_errors=True)
         removed.append(repo)
+    return removed
+
+
+def _session_paths(home: Path, gone: set[str]) -> set[str]:
+    """The real paths of every session that still exists: under $AGI_HOME/sessions, and
+    elsewhere as the index names them."""
+    # lazy: agi.sessions.session imports this module
+    from agi.sessions.session import iter_sessions
+
+    paths = {os.path.realpath(home / "sessions" / e.name) for e in _entries(home / "sessions")}
+    paths |= {os.path.realpath(p) for p in iter_sessions(home)}
+    return {p for p in paths - gone if _is_session(Path(p))}
+
+
+def _named_blobs(sessions: set[str]) -> set[str] | None:
+    """The digests of the file contents the sessions' checkpoint records name; None when a
+    record cannot be read (then nothing is known to be unused)."""
+    named: set[str] = set()
+    for session in sessions:
+        try:
+            with open(os.path.join(session, "checkpoints.jsonl"), "rb") as f:
+                for line in f:
+                    if b'"blob"' in line:
+                        named.update(m.decode() for m in BLOB_REF.findall(line))
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+    return named
+
+
+def _orphaned_blobs(
+    home: Path, real_home: str, gone: set[str], now: float, dry_run: bool
+) -> list[Path]:
+    """The regular files in `$AGI_HOME/checkpoints/files/` no existing session's records name
+    (one younger than an hour may be a run's whose record is not written yet, and stays)."""
+    folder = home / "checkpoints" / "files"
+    found = [e for e in _entries(home / "checkpoints") if e.name == "files"]
+    if not found or not _own_directory(found[0], real_home):
+        return []
+    named = _named_blobs(_session_paths(home, gone))
+    if named is None:
+        return []
+    removed: list[Path] = []
+    for entry in _entries(folder):
+        if not BLOB_NAME.fullmatch(entry.name) or entry.name in named:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or now - info.st_mtime < YOUNG_REPOSITORY:
+            continue
+        if not dry_run:
+            try:
+                os.unlink(folder / entry.name)
+            except OSError:
+                continue
+        removed.append(folder / entry.name)
     return removed

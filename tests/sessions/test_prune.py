@@ -5,6 +5,7 @@ files' times back, then pruned; the tree under AGI_HOME is listed afterwards."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import subprocess
@@ -218,3 +219,65 @@ def test_runs_recording_while_a_prune_rewrites_the_index_lose_nothing(agi, env, 
     listed = set(index_paths(home))
     assert {str(Path(p).resolve()) for p in new} <= listed
     assert not listed & {str(p.resolve()) for p in old}
+
+
+def blob_of(home: Path, content: str) -> Path:
+    return home / "checkpoints" / "files" / hashlib.sha256(content.encode()).hexdigest()
+
+
+def test_kept_file_contents_go_with_the_last_session_naming_them(agi, home, tmp_path) -> None:
+    """Write keeps what it overwrites in checkpoints/files/ by digest: a content two sessions
+    kept stays while one of them exists (and while it is locked), one only a pruned session
+    named goes with it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name, content in (("a.txt", "same\n"), ("b.txt", "same\n"), ("own.txt", "mine\n")):
+        (work / name).write_text(content)
+    write = lambda name: call("Write", file_path=str(work / name), content="new\n")  # noqa: E731
+    with FakeModel(write("a.txt"), write("own.txt"), text("ok")) as server:
+        first = make_session(agi, server, "write a", cwd=work)
+    with FakeModel(write("b.txt"), text("ok")) as server:
+        second = make_session(agi, server, "write b", cwd=work)
+    shared, own = blob_of(home, "same\n"), blob_of(home, "mine\n")
+    assert shared.is_file() and own.is_file()
+    age(first, 40)
+    age(home / "checkpoints" / "files", 40)
+    assert agi("--prune", "30d", "--dry-run").stdout.splitlines() == [str(first), str(own)]
+    assert own.exists()
+    assert agi("--prune", "30d").stdout.splitlines() == [str(first), str(own)]
+    assert shared.exists() and not own.exists()
+    age(second, 40)
+    fd = os.open(second / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a run holds it
+        assert agi("--prune", "30d").stdout == ""
+        assert shared.exists()
+    finally:
+        os.close(fd)
+    gone = agi("--prune", "30d").stdout.splitlines()  # with the shadow repository between
+    assert (gone[0], gone[-1]) == (str(second), str(shared))
+    assert not shared.exists() and (work / "a.txt").read_text() == "new\n"
+
+
+def test_orphaned_file_contents_go_but_nothing_through_a_link(agi, home, tmp_path) -> None:
+    """Contents no session names go once they are an hour old; a link in checkpoints/files/
+    is not followed, nor is checkpoints/files when it is a link itself."""
+    folder = home / "checkpoints" / "files"
+    folder.mkdir(parents=True)
+    old, young = folder / ("a" * 64), folder / ("b" * 64)
+    old.write_bytes(b"x")
+    young.write_bytes(b"y")
+    outside = tmp_path / "precious"
+    outside.write_text("keep me\n")
+    (folder / ("c" * 64)).symlink_to(outside)
+    age(old, 1)
+    os.utime(folder / ("c" * 64), (0, 0), follow_symlinks=False)
+    assert agi("--prune", "30d").stdout == f"{old}\n"
+    assert young.exists() and outside.read_text() == "keep me\n"
+    (folder / ("c" * 64)).unlink()
+    elsewhere = tmp_path / "files-elsewhere"
+    folder.rename(elsewhere)
+    folder.symlink_to(elsewhere)
+    age(elsewhere / ("b" * 64), 1)
+    assert agi("--prune", "30d").stdout == ""
+    assert (elsewhere / ("b" * 64)).exists()

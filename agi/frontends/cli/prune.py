@@ -16,7 +16,7 @@ def prune_command(args: argparse.Namespace) -> int:
         raise UsageError("--prune takes no prompt")
     age = age_of(args.prune, "--prune")
     done = prune(agi_home(), age, dry_run=bool(args.dry_run))
-    for path in [*done.sessions, *done.repositories]:
+    for path in [*done.sessions, *done.repositories, *done.blobs]:
         sys.stdout.write(f"{path}\n")
     for path in done.locked:
         sys.stderr.write(f"agi: kept {path}: a run holds it\n")
