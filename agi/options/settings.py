@@ -29,15 +29,16 @@ if TYPE_CHECKING:
     from agi.policy.permissions import Permissions
 
 
-def system_prompt(files: list[str] | None, where: str = "--sys") -> str:
-    """The system prompt files concatenated in order (`default` is the built-in prompt);
-    `where` names the option in errors (`--sys`, `config.toml: sys`)."""
+def system_prompt(files: list[str] | None, where: str = "--sys", tools: bool = True) -> str:
+    """The system prompt files concatenated in order (`default` is the built-in prompt, its
+    lean form for a run that offers no tools); `where` names the option in errors (`--sys`,
+    `config.toml: sys`)."""
     if not files:
-        return default_system_prompt()
+        return default_system_prompt(tools)
     parts = []
     for name in files:
         if name == "default":
-            parts.append(default_system_prompt())
+            parts.append(default_system_prompt(tools))
             continue
         try:  # docs: security (bounded; a pipe only from the command line, within --timeout)
             text = read_text(name, PROMPT_LIMIT, pipes=where in ("--sys", "/sys"))
@@ -183,7 +184,7 @@ class Settings:
         tools = _tools_with(_tool_sources(r, beside), extensions)
         return cls(
             model=model,
-            system=system_prompt(o.sys, r.where("sys")),
+            system=system_prompt(o.sys, r.where("sys"), offers_tools(tools)),
             tools=tools,
             max_steps=o.max_steps or 50,
             timeout=seconds(o.timeout),
@@ -223,7 +224,9 @@ class Settings:
         if o.exit_code is not None:
             changed["judge"] = judge_criteria(o.exit_code)
         if o.sys is not None:
-            changed["system"] = system_prompt(o.sys, layer.where("sys"))
+            changed["system"] = system_prompt(o.sys, layer.where("sys"), offers_tools(self.tools))
+        if o.ephemeral is not None:  # an MCP call's `ephemeral` (docs: volume)
+            changed["ephemeral"] = bool(o.ephemeral)
         if o.model is not None:  # as -m would be, with the layers these settings came from
             changed["model"] = resolve_model(resolve([*self.layers, layer]), config_path())
         if o.max_steps is not None:
@@ -242,6 +245,12 @@ class Settings:
 PER_RUN: tuple[str, ...] = ("model", "sys", "schema", "exit_code", "max_steps", "timeout")
 PER_RUN += ("max_cost",)
 PER_RUN += ("attachments",)
+PER_RUN += ("ephemeral",)
+
+
+def offers_tools(tools: ToolSources) -> bool:
+    """Whether a run with these tool sources may offer any (not `--no-tools`, `--tools ""`)."""
+    return not tools.none and tools.allow != []
 
 
 def model_for(*layers: Layer) -> ModelConfig:

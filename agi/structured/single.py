@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError, SchemaFailed
 from agi.messages import Reply, StepStart, user
-from agi.prompts import harness_text
+from agi.prompts import harness_text, tool_less_system
 from agi.providers.capabilities import Formats, request_format
 from agi.providers.errors import refuses_format
 from agi.structured.schema import SchemaInvalid, ask_once, build_validator
@@ -34,6 +34,18 @@ def answer_instruction(schema: dict[str, Any]) -> str:
     asked = harness_text("schema_answer").format(kind=kinds.get(str(schema.get("type")), "JSON"))
     layout = json.dumps(schema, indent=2, ensure_ascii=False)
     return asked + "\n\n" + harness_text("json_format").format(schema=layout)
+
+
+def held(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages of a request whose reply the server holds to the schema: the lean built-in
+    system prompt, which says nothing the schema does not, left out (docs: prompts)."""
+    first = messages[0] if messages else {}
+    if first.get("role") != "system" or not isinstance(first.get("content"), str):
+        return messages
+    system = tool_less_system(first["content"], enforced=True)
+    if system == first["content"]:
+        return messages
+    return ([{**first, "content": system}] if system else []) + messages[1:]
 
 
 def one_call_json(
@@ -54,7 +66,7 @@ def one_call_json(
     for _ in range(max(1, attempts)):
         while True:
             kind = formats.order()[0]
-            asked = convo if kind in ENFORCED else [*convo, user(answer_instruction(schema))]
+            asked = held(convo) if kind in ENFORCED else [*convo, user(answer_instruction(schema))]
             calls += 1
             yield StepStart(calls)
             try:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agi.errors import ProviderError
 from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
 from agi.messages import user
+from agi.prompts import tool_less_system
 from agi.providers.capabilities import request_format
 from agi.providers.chat import request_body, request_headers
 from agi.providers.errors import error_message, provider_error
@@ -27,8 +28,10 @@ UNANSWERED = {"batch_cancelled": 130, "batch_expired": 3}
 
 
 def messages_for(settings: Any, prompt: str) -> list[dict[str, Any]]:
-    """What `agi PROMPT` sends first: the system prompt, then the prompt."""
-    system = [{"role": "system", "content": settings.system}] if settings.system else []
+    """What `agi --no-tools PROMPT` sends first: the system prompt (the built-in one in its
+    lean form, none under --schema: docs: prompts), then the prompt."""
+    text = tool_less_system(settings.system, enforced=settings.schema is not None)
+    system = [{"role": "system", "content": text}] if text else []
     return [*system, user(prompt)]
 
 

@@ -62,6 +62,11 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": "Image (PNG, JPEG, GIF, WebP) or PDF file(s) sent with the prompt, "
             "as -a FILE (relative to cwd).",
         },
+        "ephemeral": {
+            "type": "boolean",
+            "description": "Keep nothing: no session, trace or checkpoint (as --ephemeral); "
+            "the result's `session` is null. Not with `session`.",
+        },
         "max_steps": {"type": "integer", "minimum": 1, "description": "At most the server's."},
         "max_cost": {
             "type": "number",
@@ -146,6 +151,7 @@ class Call:
     exit_code: bool | str | None = None
     sys: list[str] | None = None
     attachments: list[str] | None = None
+    ephemeral: bool | None = None
     max_steps: int | None = None
     max_cost: float | None = None
     timeout: float | None = None
@@ -200,6 +206,12 @@ def _exit_code(value: Any) -> bool | str:
     raise Refused(f"exit_code: expected true, false or the criteria, got {_kind(value)}")
 
 
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Refused(f"{name}: expected true or false, got {_kind(value)}")
+    return value
+
+
 PARSERS: dict[str, Any] = {
     "prompt": lambda v: _string("prompt", v),
     "session": lambda v: Path(_string("session", v)).expanduser(),
@@ -209,6 +221,7 @@ PARSERS: dict[str, Any] = {
     "exit_code": _exit_code,
     "sys": _sys,
     "attachments": _attachments,
+    "ephemeral": lambda v: _boolean("ephemeral", v),
     "max_steps": lambda v: _number("max_steps", v, integer=True),
     "max_cost": lambda v: _number("max_cost", v),
     "timeout": lambda v: _number("timeout", v),
@@ -234,6 +247,8 @@ def parse_call(arguments: Any, limits: Limits) -> Call:
         raise Refused("prompt: missing (the tool needs a prompt)")
     values = {name: PARSERS[name](value) for name, value in given.items()}
     call = Call(**values, fields=set(values))
+    if call.ephemeral and call.session is not None:
+        raise Refused("ephemeral: a call that keeps nothing cannot continue or make a session")
     narrow(call, limits)
     if call.cwd is not None:
         call.cwd = os.path.abspath(os.path.expanduser(call.cwd))

@@ -84,6 +84,7 @@ class Base:
             sys=call.sys,
             model=call.model,
             attachments=call.attachments,
+            ephemeral=call.ephemeral,
         )
 
 

@@ -198,7 +198,8 @@ def test_anthropic_message_batches(env: dict[str, str], tmp_path: Path) -> None:
 
     with BatchServer(answer) as server:
         args = ["--batch", str(jobs), "--batch-api", "anthropic", "--schema", "kind: str"]
-        r = run(args, anthropic_env(env, server), tmp_path)
+        (tmp_path / "sys.md").write_text("Classify.")  # no built-in prompt under --schema
+        r = run([*args, "--sys", "sys.md"], anthropic_env(env, server), tmp_path)
     assert r.returncode == 1, r.stderr
     by_id = {res["id"]: res for res in lines_of(r.stdout)}
     half = (10 * 1.00 + 5 * 5.00) / 1e6 / 2  # claude-haiku-4-5, half price
@@ -215,6 +216,7 @@ def test_anthropic_message_batches(env: dict[str, str], tmp_path: Path) -> None:
         assert params["tool_choice"] == {"type": "tool", "name": "answer"}
         assert [t["name"] for t in params["tools"]] == ["answer"]
         # the shared prefix is cached once; a job's own prompt is not written to the cache
+        assert params["system"][-1] == {**params["system"][-1], "text": "Classify."}
         assert params["system"][-1]["cache_control"] == {"type": "ephemeral"}
         assert all("cache_control" not in b for m in params["messages"] for b in m["content"])
     assert all(h.get("x-api-key") == KEY for h in server.headers)

@@ -80,7 +80,7 @@ def test_lists_the_tool_with_its_schemas(env, tmp_path):
                 assert tool.input_schema["required"] == ["prompt"]
                 assert set(props) == {
                     "prompt", "session", "cwd", "model", "schema", "exit_code", "sys",
-                    "attachments", "max_steps", "max_cost", "timeout",
+                    "attachments", "ephemeral", "max_steps", "max_cost", "timeout",
                 }  # fmt: skip
                 out = tool.output_schema
                 assert set(out["required"]) == {"answer", "exit", "session", "steps", "usage"}
