@@ -18,8 +18,11 @@ SUITE = "runs the test suite itself (pytest inside pytest); .ci/run runs the who
 NOT_RUN: dict[str, str] = {
     "README.md: pip install -e '.[test]' && agi -m ollama:qwen3 "
     '"Which Linux distribution is this machine running?"': INSTALLS + "; asks a real Ollama",
-    "README.md: python3 -m venv .venv && . .venv/bin/activate": INSTALLS,
-    "README.md: python -m pytest -q -n 4": SUITE,
+    "README.md: git clone URL agi && cd agi": "followed in a fresh clone and venv, offline, by "
+    "test_quick_start.py",
+    "README.md: export OPENAI_API_KEY=sk-...": "its first answer is test_quick_start.py's (the "
+    "scripted server as OPENAI_BASE_URL); the others need a running Ollama, a server on port 8080",
+    "README.md: pip install -e '.[test]'": SUITE + "; test_quick_start.py runs its install line",
     "docs/development.md: python3 -m venv .venv && . .venv/bin/activate": INSTALLS,
     "docs/development.md: python -m pytest -q -n 4": SUITE,
     "docs/development.md: python -m pytest -q -n 4 tests/structured": SUITE,

@@ -84,13 +84,18 @@ def usage_summary(recorded: Any, detail: bool = False) -> str:
     return f"{usage.input} in, {usage.output} out, {cost}"
 
 
-def show(path: Path) -> str:
-    """A readable transcript from messages.jsonl, with timings from trace.jsonl."""
+def must_be_session(path: Path) -> None:
+    """A UsageError unless `path` is a session: a directory holding meta.json."""
     if not path.is_dir():
         what = "no such directory" if not path.exists() else "not a directory"
         raise UsageError(f"{path} is not a session ({what})")
     if not (path / "meta.json").exists():
         raise UsageError(f"{path} is not an agi session (no meta.json)")
+
+
+def show(path: Path) -> str:
+    """A readable transcript from messages.jsonl, with timings from trace.jsonl."""
+    must_be_session(path)
     session = Session(path)
     session.load()
     meta = session.meta
