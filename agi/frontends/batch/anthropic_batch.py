@@ -7,10 +7,11 @@ cancelled with `POST /v1/messages/batches/ID/cancel`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
+from agi.frontends.batch.batch_http import Answer, Http, Polled, Spool, lines_of, table
 from agi.frontends.batch.openai_batch import messages_for, schema_format
 from agi.providers.anthropic import ANSWER, AnthropicMessages, anthropic_error
 from agi.providers.endpoint import root
@@ -51,14 +52,14 @@ class AnthropicBatches:
         entry = {"custom_id": custom_id, "params": params}
         return json.dumps(entry, ensure_ascii=False).encode("utf-8") + b","
 
-    def submit(self, items: list[bytes]) -> str:
-        data = b'{"requests":[' + b"".join(items)[:-1] + b"]}"  # each item ends in a comma
+    def submit(self, requests: Spool) -> str:
+        data = requests.body(b'{"requests":[', b"]}", trim=1)  # each item ends in a comma
         body = self.http.json(
             "POST",
             self.url,
             "anthropic batch: creating the batch",
             content=data,
-            headers={"content-type": "application/json"},
+            headers={"content-type": "application/json", "content-length": str(data.length)},
         )
         batch_id = body.get("id")
         if not isinstance(batch_id, str):
@@ -70,17 +71,15 @@ class AnthropicBatches:
         status = str(body.get("processing_status") or "unknown")
         return Polled(status, status == "ended", table(body.get("request_counts")), body)
 
-    def results(self, polled: Polled) -> list[tuple[str, Answer]]:
+    def results(self, polled: Polled) -> Iterator[tuple[str, Answer]]:
         url = polled.raw.get("results_url")
         if not isinstance(url, str) or not url:
-            return []
+            return
         response = self.http.request("GET", url, "anthropic batch: reading results")
-        out: list[tuple[str, Answer]] = []
         for line in lines_of(response.content):
             custom_id = line.get("custom_id")
             if isinstance(custom_id, str):
-                out.append((custom_id, answer_of(line.get("result"))))
-        return out
+                yield custom_id, answer_of(line.get("result"))
 
     def cancel(self, batch_id: str) -> None:
         self.http.json("POST", f"{self.url}/{batch_id}/cancel", "anthropic batch: cancelling")

@@ -6,6 +6,7 @@ honouring retry-after up to a minute)."""
 from __future__ import annotations
 
 import random
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -41,6 +42,51 @@ class Polled:
     problem: str | None = None  # a batch that failed as a whole: why
 
 
+class Spool:
+    """A batch's requests, each encoded as it is made, kept in an unnamed temporary file (not
+    in memory: a batch of 50,000 requests costs the memory of one), then sent from it."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed once sent)
+        self.count = self.size = 0
+
+    def add(self, item: bytes) -> None:
+        self.file.write(item)
+        self.count += 1
+        self.size += len(item)
+
+    def body(self, head: bytes = b"", tail: bytes = b"", trim: int = 0) -> Body:
+        """The request body `head` + the requests (less their last `trim` bytes) + `tail`,
+        read from the file each time it is sent (a retried request sends it again)."""
+        return Body(self, head, tail, trim)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class Body:
+    """A request body streamed from a Spool; iterable again for every attempt."""
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, spool: Spool, head: bytes, tail: bytes, trim: int):
+        self.spool, self.head, self.tail, self.trim = spool, head, tail, trim
+        self.length = len(head) + spool.size - trim + len(tail)
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.head
+        f, left = self.spool.file, self.spool.size - self.trim
+        f.flush()
+        f.seek(0)
+        while left > 0:
+            data = f.read(min(self.CHUNK, left))
+            if not data:
+                break
+            left -= len(data)
+            yield data
+        yield self.tail
+
+
 class BatchApi(Protocol):
     """One provider's batch API for one endpoint, key and model."""
 
@@ -53,14 +99,14 @@ class BatchApi(Protocol):
         until it is sent, a tenth of what the request's objects would hold."""
         ...
 
-    def submit(self, items: list[bytes]) -> str:
-        """Create a batch of `items`; its id."""
+    def submit(self, requests: Spool) -> str:
+        """Create a batch of the spooled requests; its id."""
         ...
 
     def poll(self, batch_id: str) -> Polled: ...
 
-    def results(self, polled: Polled) -> list[tuple[str, Answer]]:
-        """(custom_id, answer) of every request an ended batch returned."""
+    def results(self, polled: Polled) -> Iterator[tuple[str, Answer]]:
+        """(custom_id, answer) of every request an ended batch returned, one at a time."""
         ...
 
     def cancel(self, batch_id: str) -> None: ...
@@ -135,9 +181,10 @@ def table(value: Any) -> dict[str, Any]:
 def lines_of(data: bytes) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL results file one at a time, each made into an answer and
     let go before the next is read (a line that is no object is left out)."""
+    import io
     import json
 
-    for line in data.splitlines():
+    for line in io.BytesIO(data):  # not splitlines(): no second copy of the file
         try:
             value = json.loads(line)
         except ValueError:

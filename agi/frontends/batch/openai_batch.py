@@ -7,10 +7,11 @@ batch created with `POST /v1/batches`, polled with `GET /v1/batches/ID`, its res
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.frontends.batch.batch_http import Answer, Http, Polled, lines_of, table
+from agi.frontends.batch.batch_http import Answer, Http, Polled, Spool, lines_of, table
 from agi.messages import user
 from agi.prompts import tool_less_system
 from agi.providers.capabilities import request_format
@@ -63,14 +64,14 @@ class OpenAIBatches:
         entry = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
         return json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n"
 
-    def submit(self, items: list[bytes]) -> str:
-        data = b"".join(items)  # the JSONL file
+    def submit(self, requests: Spool) -> str:
+        requests.file.flush()  # the JSONL file, streamed from the spool (httpx seeks it to 0)
         uploaded = self.http.json(
             "POST",
             f"{self.base}/files",
             "openai batch: uploading the requests",
             data={"purpose": "batch"},
-            files={"file": ("agi-batch.jsonl", data, "application/jsonl")},
+            files={"file": ("agi-batch.jsonl", requests.file, "application/jsonl")},
         )
         file_id = uploaded.get("id")
         if not isinstance(file_id, str):
@@ -98,8 +99,7 @@ class OpenAIBatches:
             problem = "; ".join(found) or "the batch failed"
         return Polled(status, status in ENDED, dict(counts or {}), body, problem)
 
-    def results(self, polled: Polled) -> list[tuple[str, Answer]]:
-        out: list[tuple[str, Answer]] = []
+    def results(self, polled: Polled) -> Iterator[tuple[str, Answer]]:
         for key in ("output_file_id", "error_file_id"):
             file_id = polled.raw.get(key)
             if not isinstance(file_id, str) or not file_id:
@@ -110,8 +110,7 @@ class OpenAIBatches:
             for line in lines_of(response.content):
                 custom_id = line.get("custom_id")
                 if isinstance(custom_id, str):
-                    out.append((custom_id, answer_of(line)))
-        return out
+                    yield custom_id, answer_of(line)
 
     def cancel(self, batch_id: str) -> None:
         self.http.json("POST", f"{self.base}/batches/{batch_id}/cancel", "openai batch: cancelling")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from agi.engine.result import RunResult
 from agi.errors import AgiError, ProviderError, UsageError
 from agi.frontends.batch.anthropic_batch import AnthropicBatches
-from agi.frontends.batch.batch_http import Answer, BatchApi, Polled
+from agi.frontends.batch.batch_http import Answer, BatchApi, Polled, Spool
 from agi.frontends.batch.batch_progress import BatchProgress, Interrupts
 from agi.frontends.batch.batch_record import Sent, State, written_after
 from agi.frontends.batch.jobs import BatchJob, done_keys
@@ -130,9 +130,8 @@ class Chunk:
     """Requests bound for one batch: one endpoint, key and model, within the limits."""
 
     settings: Settings
-    items: list[bytes] = field(default_factory=list)
+    requests: Spool = field(default_factory=Spool)  # on disk until sent, not in memory
     jobs: dict[str, str] = field(default_factory=dict)
-    size: int = 0
 
 
 class ProviderBatches:
@@ -186,13 +185,13 @@ class ProviderBatches:
                 )
             model = settings.model
             group = chunks.setdefault((model.base_url, model.api_key or "", model.model), [])
-            if not group or len(group[-1].items) >= limit or group[-1].size + size > max_bytes:
+            last = group[-1].requests if group else None
+            if last is None or last.count >= limit or last.size + size > max_bytes:
                 group.append(Chunk(settings))
                 order.append(group[-1])
             chunk = group[-1]
-            chunk.items.append(item)
+            chunk.requests.add(item)
             chunk.jobs[custom_id] = job.key
-            chunk.size += size
         return order
 
     def submit(self, chunks: list[Chunk], stop: Interrupts) -> None:
@@ -202,8 +201,9 @@ class ProviderBatches:
                 return
             client = self.client(chunk.settings)
             out_from = self.out.stat().st_size if self.out is not None and self.out.exists() else 0
-            batch_id = client.submit(chunk.items)
-            count, chunk.items = len(chunk.items), []  # sent: its requests are not needed
+            batch_id = client.submit(chunk.requests)
+            count = chunk.requests.count
+            chunk.requests.close()  # sent: its requests are not needed
             model = chunk.settings.model
             sent = Sent(self.api, batch_id, model.base_url, model.model, chunk.jobs, out_from)
             self.state.sent.append(sent)
@@ -255,21 +255,27 @@ class ProviderBatches:
     def collect(self, sent: Sent, polled: Polled) -> None:
         """An ended batch's lines (those not written before a crash), then its entry goes."""
         client = self.client(self.settings_of(sent))
-        answers = dict(client.results(polled))
         already = written_after(self.out, sent.out_from)
-        for custom_id, key in sent.jobs.items():
-            if key in already:
+        seen: set[str] = set()
+        for custom_id, answer in client.results(polled):  # each written as it is read
+            key = sent.jobs.get(custom_id)
+            if key is None or custom_id in seen:
                 continue
-            answer = answers.get(custom_id)
-            if answer is None:
+            seen.add(custom_id)
+            if key not in already:
+                self.write(key, answer)
+        for custom_id, key in sent.jobs.items():
+            if custom_id not in seen and key not in already:
                 why = polled.problem or f"the batch ended ({polled.status}) with no result for it"
-                answer = Answer(error=f"{self.api} batch {sent.id}: {why}", code=3)
-            outcome = self.outcome(key, answer)
-            self.writer.write(outcome)
-            self.progress.ended(outcome.exit)
-            self.failed += outcome.exit != 0
+                self.write(key, Answer(error=f"{self.api} batch {sent.id}: {why}", code=3))
         self.state.sent.remove(sent)
         self.state.save()
+
+    def write(self, key: str, answer: Answer) -> None:
+        outcome = self.outcome(key, answer)
+        self.writer.write(outcome)
+        self.progress.ended(outcome.exit)
+        self.failed += outcome.exit != 0
 
     def outcome(self, key: str, answer: Answer) -> Outcome:
         """A job's line: its answer (validated under --schema), its usage at the batch price."""
