@@ -202,9 +202,7 @@ def unknown_prefix(spec: str, known: dict[str, Any], endpoint_given: bool) -> No
         return
     close = difflib.get_close_matches(prefix, names, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ConfigError(
-        f"unknown provider {prefix!r} in -m {spec} (known: {', '.join(names)}){hint}"
-    )
+    raise ConfigError(f"unknown provider {prefix!r} in -m {spec} (known: {', '.join(names)}){hint}")
 
 
 def check_base_url(r: Resolved, base_url: str) -> None:
