@@ -29,6 +29,9 @@ LISTING_FLOOR = 2048  # tokens: below this no model's window is at risk, so no s
 
 TRUNCATION_FLOOR = 2048  # tokens: below this no server's context cuts a prompt
 TRUNCATED = 0.6  # a prompt count under this share of the (calibrated) estimate: a cut prompt
+# tokens: a request this large to a model whose window agi does not know is said before it is
+# sent (docs: long-sessions); few models take it, and none is known to agi without its window
+UNKNOWN_LARGE = 131_072
 
 
 def truncation_warning(counted: int, expected: int) -> str:
@@ -65,6 +68,7 @@ class Compactor:
         self.usage = Usage()  # the summary requests' (the loop's own calls are the agent's)
         self.deferred: list[str] | None = None  # warnings held while a refused request is resent
         self.truncation_told = False  # the warning that the server cut the prompt, given once
+        self.unknown_told = False  # the warning that a large request goes to an unknown window
 
     def window(self, tokens: int) -> int | None:
         """The model's window; an unknown one is looked up (cached) once the size matters."""
@@ -90,6 +94,13 @@ class Compactor:
             return False
         tokens = self.estimator(messages, tools)
         window = self.window(tokens)
+        if window is None and tokens > UNKNOWN_LARGE and not self.unknown_told:
+            self.unknown_told = True
+            self.warn(
+                f"this request is about {tokens} tokens and the context window of "
+                f"{self.settings.model.label} is unknown: it is sent whole (set context_window "
+                "in the config to have agi compact it to fit, or send less)"
+            )
         if window is None or tokens <= self.settings.window.threshold * window:
             return False
         yield from self.run("auto")

@@ -1,8 +1,8 @@
 """`$AGI_HOME/index.jsonl`: the sessions agi ran, one line per run (docs: sessions), and its lock.
 
 `--continue` takes the latest session still there that a person's run used (a batch job's, an MCP
-call's, an ACP or HTTP session's line says `"latest": false`: listed, never continued by `-c`); `--prune` rewrites the index under LOCK_EX
-while every run appends under LOCK_SH (docs: volume).
+call's, an ACP or HTTP session's line says `"latest": false`: listed, never continued by `-c`);
+`--prune` rewrites the index under LOCK_EX while every run appends under LOCK_SH (docs: volume).
 """
 
 from __future__ import annotations

@@ -150,8 +150,9 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     todo = [job for job in jobs if job.key not in done]
     writer = Writer(out, secrets)
     tally = Tally()
-    tty = sys.stderr.isatty() and not base.quiet
-    progress = Progress(len(todo), budget, enabled=tty)
+    tty = sys.stderr.isatty()
+    shown = (tty or base.verbose) and not base.quiet  # -v: progress where stderr is no terminal
+    progress = Progress(len(todo), budget, enabled=shown, redraw=tty)
     pool = ClientPool()  # the workers' HTTP clients and one backoff per endpoint
     runs = LocalRuns(plan, budget, args.jobs or 4, progress, pool)
     stop = Stop()
@@ -169,7 +170,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
             progress.start()
             run_all([runs], plan, todo, report, stop)
     finally:
-        progress.stop()
+        progress.stop(eta=stop.signum is None)  # interrupted: no time left to promise
         if stop.hard.is_set():
             writer.lock.acquire(timeout=5)  # no line is begun after this, none is torn
         else:

@@ -141,10 +141,12 @@ class Budget:
 
 class Progress:
     """The progress line on a terminal: done, failed, running, cost so far, rate and ETA,
-    redrawn in place twice a second; nothing at all when stderr is not a terminal."""
+    redrawn in place twice a second; nothing at all when stderr is not a terminal, unless -v
+    (`redraw=False`): then a plain line every 2 seconds when it changed, and the last one."""
 
-    def __init__(self, total: int, budget: Budget, enabled: bool):
-        self.total, self.budget, self.enabled = total, budget, enabled
+    def __init__(self, total: int, budget: Budget, enabled: bool, redraw: bool = True):
+        self.total, self.budget, self.enabled, self.redraw = total, budget, enabled, redraw
+        self.written = ""  # the last plain line written (redraw=False)
         self.done = self.failed = self.running = 0
         self.started = time.monotonic()
         self._lock = threading.Lock()
@@ -168,7 +170,7 @@ class Progress:
                 self.done += 1
                 self.failed += code != 0
 
-    def text(self) -> str:
+    def text(self, eta: bool = True) -> str:
         with self._lock:
             done, failed, running = self.done, self.failed, self.running
         elapsed = max(1e-6, time.monotonic() - self.started)
@@ -177,25 +179,34 @@ class Progress:
         parts = [f"{done}/{self.total} done", f"{failed} failed", f"{running} running"]
         parts.append("cost unknown" if spent is None else money(spent))
         parts.append(f"{rate:.1f} jobs/s")
-        if rate > 0 and done < self.total:
+        if eta and rate > 0 and done < self.total:
             parts.append(f"ETA {clock((self.total - done) / rate)}")
         return "agi batch: " + ", ".join(parts)
 
     def _tick(self) -> None:
-        while not self._stop.wait(0.5):
+        while not self._stop.wait(0.5 if self.redraw else 2.0):
             self._draw()
 
-    def _draw(self) -> None:
-        sys.stderr.write("\r\x1b[K" + self.text())
+    def _draw(self, eta: bool = True) -> None:
+        line = self.text(eta)
+        if self.redraw:
+            sys.stderr.write("\r\x1b[K" + line)
+        elif line.split(", ")[:3] != self.written.split(", ")[:3]:  # the counts changed
+            self.written = line
+            sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    def stop(self) -> None:
-        """The last state stays on the terminal, on a line of its own."""
+    def stop(self, eta: bool = True) -> None:
+        """The last state stays on the terminal, on a line of its own (after an interrupt,
+        without an ETA: `eta=False`)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
-            self._draw()
-            sys.stderr.write("\n")
+            if not self.redraw:
+                self.written = ""  # the last line is always written
+            self._draw(eta)
+            if self.redraw:
+                sys.stderr.write("\n")
             sys.stderr.flush()
 
 

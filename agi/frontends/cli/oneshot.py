@@ -97,6 +97,7 @@ def open_run(args: argparse.Namespace, settings: Settings, started: float, runs:
         session=choice,
         session_start=not args.compact,
         started=started,
+        on_child_event=getattr(view, "child", None),  # subagents' tool calls, where shown
     )
     try:
         run = engine.open(spec)

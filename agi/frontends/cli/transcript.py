@@ -46,7 +46,7 @@ def list_sessions(home: Path, limit: int | None = None) -> str:
     """One line per session, newest first: path, first prompt, model, messages, size. With a
     `limit` (a terminal's listing), a header first and the newest `limit` only, then how many
     more there are; a pipe gets every line and no header (docs: sessions)."""
-    rows = []
+    rows: list[str] = []
     more = 0
     for path in iter_sessions(home):  # one bad session spoils no other's line
         if limit is not None and len(rows) >= limit:

@@ -148,6 +148,18 @@ class Terminal(Silent):
     def warn(self, text: str) -> None:
         self.write(self.paint(f"agi: {escape_controls(text)}", RED))
 
+    def child(self, event: Event) -> None:
+        """A subagent's tool calls, indented under the Task call that runs it (-v, a terminal);
+        its text and reasoning stay its own."""
+        if isinstance(event, ToolStart):
+            name = escape_controls(str(event.call.name))
+            self.write("    " + self.paint("↳ ", CYAN) + f"{name}({describe_input(event.input)})")
+        elif isinstance(event, ToolEnd):
+            rows = event.result.splitlines() or [""]
+            more = f" … +{len(rows) - 1} lines" if len(rows) > 1 else ""
+            line = f"      ⎿ {short(rows[0], 76)}{more} ({event.seconds:.2f}s)"
+            self.write(self.paint(line, RED if event.is_error else DIM))
+
     def close(self) -> None:
         self._stop.set()
         if self._thread:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+
 from fakeserver import FakeModel, text
 
 
@@ -78,7 +79,7 @@ def test_fork_says_where_the_copy_went_in_a_pipe(agi, tmp_path):
         [line] = result.stderr.splitlines()
         assert line.startswith("agi: forked orig to ")
         copy = line.removeprefix("agi: forked orig to ")
-        assert (tmp_path / copy / "meta.json").exists() and "orig" != copy
+        assert (tmp_path / copy / "meta.json").exists() and copy != "orig"
         named = agi("--no-stdin", "--fork", "orig", "-s", "other", "what", server=server)
         assert named.stderr == "agi: forked orig to other\n"
 
@@ -198,3 +199,81 @@ def test_schema_naming_a_file_hints_at_the_at_sign(agi, tmp_path):
         )
         assert server.requests == []
         assert agi("--no-stdin", "--schema", "@s.json", "hi", server=server).stdout == '{"n":1}\n'
+
+
+def test_batch_verbose_in_a_pipe_shows_progress_lines(agi, tmp_path):
+    (tmp_path / "prompts.txt").write_text("one\ntwo\nthree\n")
+    with FakeModel(text("ok")) as server:
+        quiet = agi("--batch", "prompts.txt", server=server)
+        assert quiet.returncode == 0 and "agi batch:" not in quiet.stderr  # a pipe: silent
+        shown = agi("--batch", "prompts.txt", "-v", server=server)
+    assert shown.returncode == 0, shown.stderr
+    lines = [line for line in shown.stderr.splitlines() if line.startswith("agi batch: ")]
+    assert lines and lines[-1].startswith("agi batch: 3/3 done, 0 failed, 0 running")
+    assert "\r" not in shown.stderr and "\x1b" not in shown.stderr  # lines, not redraws
+
+
+def test_batch_progress_after_ctrl_c_has_no_eta(env, tmp_path):
+    import signal
+    import time
+
+    from conftest import AGI, start_agi
+
+    (tmp_path / "prompts.txt").write_text("one\ntwo\nthree\n")
+    with FakeModel(text("ok"), text("ok", delay=1.5)) as server:  # job 2 still running at ^C
+        env.update(AGI_BASE_URL=server.url, AGI_MODEL="fake-model")
+        argv = [AGI, "--batch", str(tmp_path / "prompts.txt"), "--jobs", "1", "-v"]
+        proc = start_agi(argv, env)
+        deadline = time.monotonic() + 30
+        while len(server.requests) < 2 and time.monotonic() < deadline:  # one done, one waits
+            time.sleep(0.05)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    last = [line for line in err.splitlines() if line.startswith("agi batch: ")][-1]
+    assert last.startswith("agi batch: 2/3 done") and "ETA" not in last, err  # job 3 never ran
+
+
+def test_a_huge_stdin_to_an_unknown_window_is_warned_about_before_it_is_sent(agi):
+    from fakeserver import hang
+
+    big = "word " * (2 * 1024 * 1024 // 5)  # 2 MB: about 500,000 tokens
+    with FakeModel(hang()) as server:  # no answer ever comes: what is said, is said before
+        result = agi("--timeout", "3", "summarize", input=big, server=server)
+        assert len(server.requests) == 1  # sent whole, as the contract has it
+    assert result.returncode != 0
+    [line] = [x for x in result.stderr.splitlines() if "is unknown: it is sent whole" in x]
+    assert line.startswith("agi: this request is about ") and "openai:fake-model" in line
+    with FakeModel(text("ok")) as server:
+        small = agi("summarize", input="word " * 1000, server=server)
+    assert small.returncode == 0 and "unknown" not in small.stderr
+
+
+def test_a_subagents_tool_calls_are_shown_under_verbose(agi, tmp_path):
+    from fakeserver import call
+
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews\ntools: Bash\n---\nYou review code.\n"
+    )
+    script = [
+        call("Task", description="review", prompt="Review it", subagent_type="reviewer"),
+        call("Bash", command="echo child-ran"),  # the subagent's own call
+        text("one bug"),  # the subagent's answer
+        text("summed up"),
+    ]
+    with FakeModel(*script) as server:
+        shown = agi(
+            "--no-stdin", "--agents", "agents", "-v", "Have the reviewer look", server=server
+        )
+    assert shown.returncode == 0 and shown.stdout == "summed up\n", shown.stderr
+    lines = shown.stderr.splitlines()
+    task = next(i for i, line in enumerate(lines) if "Task(" in line)
+    child = next(i for i, line in enumerate(lines) if "↳ Bash(" in line)
+    assert task < child and "echo child-ran" in lines[child]
+    assert any("⎿ child-ran" in line for line in lines[child + 1 :])
+    with FakeModel(*script) as server:
+        piped = agi("--no-stdin", "--agents", "agents", "Have the reviewer look", server=server)
+    assert piped.returncode == 0 and "↳" not in piped.stderr  # a pipe without -v: silent
