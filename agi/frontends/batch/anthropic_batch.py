@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.frontends.batch.batch_http import Answer, Http, Polled, Spool, lines_of, table
+from agi.frontends.batch.batch_http import (
+    LISTED,
+    SKEW,
+    Answer,
+    Http,
+    Polled,
+    Spool,
+    lines_of,
+    table,
+)
 from agi.frontends.batch.openai_batch import messages_for, schema_format
 from agi.providers.anthropic import ANSWER, AnthropicMessages, anthropic_error
 from agi.providers.endpoint import root
@@ -52,7 +61,7 @@ class AnthropicBatches:
         entry = {"custom_id": custom_id, "params": params}
         return json.dumps(entry, ensure_ascii=False).encode("utf-8") + b","
 
-    def submit(self, requests: Spool) -> str:
+    def submit(self, requests: Spool, token: str) -> str:
         data = requests.body(b'{"requests":[', b"]}", trim=1)  # each item ends in a comma
         body = self.http.json(
             "POST",
@@ -65,6 +74,31 @@ class AnthropicBatches:
         if not isinstance(batch_id, str):
             raise ProviderError(f"anthropic batch: malformed response: {str(body)[:200]}")
         return batch_id
+
+    def find(self, token: str, count: int, since: float) -> list[str]:
+        """`GET /v1/messages/batches`, newest first, back to `since`: Message Batches keep no
+        mark, so every batch created since then with `count` requests."""
+        found: list[str] = []
+        after = None
+        while True:
+            params: dict[str, Any] = {"limit": LISTED, **({"after_id": after} if after else {})}
+            page = self.http.json(
+                "GET", self.url, "anthropic batch: listing batches", params=params
+            )
+            listed = [table(b) for b in page.get("data") or [] if isinstance(b, dict)]
+            older = False
+            for batch in listed:
+                created = seconds_of(batch.get("created_at"))
+                if created is not None and created < since - SKEW:
+                    older = True
+                    continue
+                counts = table(batch.get("request_counts")).values()
+                if sum(n for n in counts if isinstance(n, int)) == count:
+                    found.append(str(batch.get("id")))
+            if older or not page.get("has_more") or not listed:
+                break
+            after = listed[-1].get("id")
+        return found
 
     def poll(self, batch_id: str) -> Polled:
         body = self.http.json("GET", f"{self.url}/{batch_id}", "anthropic batch: polling")
@@ -86,6 +120,18 @@ class AnthropicBatches:
 
     def close(self) -> None:
         self.http.close()
+
+
+def seconds_of(stamp: Any) -> float | None:
+    """An RFC 3339 time (`2026-12-02T10:00:00Z`) in seconds since the epoch."""
+    from datetime import datetime
+
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def answer_of(result: Any) -> Answer:

@@ -99,8 +99,14 @@ class BatchApi(Protocol):
         until it is sent, a tenth of what the request's objects would hold."""
         ...
 
-    def submit(self, requests: Spool) -> str:
-        """Create a batch of the spooled requests; its id."""
+    def submit(self, requests: Spool, token: str) -> str:
+        """Create a batch of the spooled requests, marked with `token` where the provider keeps
+        a mark; its id."""
+        ...
+
+    def find(self, token: str, count: int, since: float) -> list[str]:
+        """The ids of the batches that may be the one `submit` was sending with `token` (of
+        `count` requests, at `since`): none when it was never created."""
         ...
 
     def poll(self, batch_id: str) -> Polled: ...
@@ -171,6 +177,10 @@ class Http:
 
     def close(self) -> None:
         self.client.close()
+
+
+SKEW = 600.0  # seconds a provider's clock may be behind ours when a batch is looked for
+LISTED = 100  # batches a listing page asks for
 
 
 def table(value: Any) -> dict[str, Any]:

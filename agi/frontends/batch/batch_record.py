@@ -21,7 +21,12 @@ STATE_VERSION = 1
 class Sent:
     """A batch created at the provider: its id, which job each request is (custom_id -> the
     job's id as JSON), its endpoint and model, and OUT's size when it was created (the lines
-    after that offset are the ones already written of it, after a crash mid-way)."""
+    after that offset are the ones already written of it, after a crash mid-way).
+
+    It is recorded before it is sent, with no id yet, the `token` agi sends with it (OpenAI's
+    batch metadata) and the time `at`: a rerun after a kill between the two finds the batch
+    among the provider's by them (agi.frontends.batch.provider_batch.ProviderBatches.reconcile)
+    instead of sending its jobs again."""
 
     api: str
     id: str
@@ -29,6 +34,8 @@ class Sent:
     model: str
     jobs: dict[str, str]
     out_from: int = 0
+    token: str = ""
+    at: float = 0.0
     status: str = "submitted"
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -40,6 +47,8 @@ class Sent:
             "model": self.model,
             "jobs": self.jobs,
             "out_from": self.out_from,
+            "token": self.token,
+            "at": self.at,
         }
 
 
@@ -75,7 +84,10 @@ class State:
                     model=str(entry["model"]),
                     jobs={str(k): str(v) for k, v in dict(entry["jobs"]).items()},
                     out_from=int(entry.get("out_from", 0)),
+                    token=str(entry.get("token", "")),
+                    at=float(entry.get("at", 0.0)),
                 )
+                assert one.id or one.token  # a batch sent, or one being sent
             except (AssertionError, KeyError, TypeError, ValueError, AttributeError):
                 raise UsageError(f"{bad} (a batch entry is malformed){hint}") from None
             if one.api != self.api:

@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ProviderError
-from agi.frontends.batch.batch_http import Answer, Http, Polled, Spool, lines_of, table
+from agi.frontends.batch.batch_http import (
+    LISTED,
+    SKEW,
+    Answer,
+    Http,
+    Polled,
+    Spool,
+    lines_of,
+    table,
+)
 from agi.messages import user
 from agi.prompts import tool_less_system
 from agi.providers.capabilities import request_format
@@ -64,7 +73,7 @@ class OpenAIBatches:
         entry = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
         return json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n"
 
-    def submit(self, requests: Spool) -> str:
+    def submit(self, requests: Spool, token: str) -> str:
         requests.file.flush()  # the JSONL file, streamed from the spool (httpx seeks it to 0)
         uploaded = self.http.json(
             "POST",
@@ -80,12 +89,37 @@ class OpenAIBatches:
             "POST",
             f"{self.base}/batches",
             "openai batch: creating the batch",
-            json={"input_file_id": file_id, "endpoint": ENDPOINT, "completion_window": "24h"},
+            json={
+                "input_file_id": file_id,
+                "endpoint": ENDPOINT,
+                "completion_window": "24h",
+                "metadata": {"agi_batch": token},  # how a rerun after a kill finds it
+            },
         )
         batch_id = created.get("id")
         if not isinstance(batch_id, str):
             raise_malformed("creating the batch", created)
         return str(batch_id)
+
+    def find(self, token: str, count: int, since: float) -> list[str]:
+        """`GET /v1/batches`, newest first, page by page back to `since`: the one whose
+        metadata holds `token`."""
+        after = None
+        while True:
+            params: dict[str, Any] = {"limit": LISTED, **({"after": after} if after else {})}
+            page = self.http.json(
+                "GET", f"{self.base}/batches", "openai batch: listing batches", params=params
+            )
+            data = page.get("data")
+            listed = [table(b) for b in data] if isinstance(data, list) else []
+            for batch in listed:
+                if table(batch.get("metadata")).get("agi_batch") == token:
+                    return [str(batch.get("id"))]
+            created = [b.get("created_at") for b in listed]
+            older = [c for c in created if isinstance(c, (int, float)) and c < since - SKEW]
+            if older or not page.get("has_more") or not listed:
+                return []
+            after = listed[-1].get("id")
 
     def poll(self, batch_id: str) -> Polled:
         body = self.http.json("GET", f"{self.base}/batches/{batch_id}", "openai batch: polling")

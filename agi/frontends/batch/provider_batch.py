@@ -8,11 +8,12 @@ and bytes a batch), the batches created one by one, then polled until each has e
 results of a batch are written as section 19's lines as soon as it has, `--schema` answers
 validated on arrival (exit 5 for an invalid one), `usage.cost` at the batch price.
 
-With `--batch-out OUT`, every batch created is recorded at once in `OUT.batches.json` (the
-ids, which job each request is, where OUT stood), so a rerun after Ctrl-C, a crash or a kill
-polls the same batches and submits none of their jobs again; a batch's entry goes once its
-results are written. Ctrl-C stops waiting (exit 130) and says how to resume; a second Ctrl-C
-within 2 s cancels the provider batches first."""
+With `--batch-out OUT`, every batch is recorded in `OUT.batches.json` before it is sent (which
+job each request is, where OUT stood, a token) and again with its id once created, so a rerun
+after Ctrl-C, a crash or a kill polls the same batches and submits none of their jobs again
+(one killed while being sent is looked for among the provider's first); a batch's entry goes
+once its results are written. Ctrl-C stops waiting (exit 130) and says how to resume; a second
+Ctrl-C within 2 s cancels the provider batches first."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import json
 import os
 import signal
 import sys
+import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -201,17 +204,53 @@ class ProviderBatches:
                 return
             client = self.client(chunk.settings)
             out_from = self.out.stat().st_size if self.out is not None and self.out.exists() else 0
-            batch_id = client.submit(chunk.requests)
+            model = chunk.settings.model
+            token = uuid.uuid4().hex
+            sent = Sent(self.api, "", model.base_url, model.model, chunk.jobs, out_from, token)
+            sent.at, sent.status = time.time(), "sending"
+            self.state.sent.append(sent)
+            self.state.save()  # before it is sent: a kill now never sends these jobs twice
+            try:
+                sent.id = client.submit(chunk.requests, token)
+            except ProviderError as e:
+                if e.status is None or e.status >= 500:  # it may have been created after all
+                    raise
+                self.state.sent.remove(sent)  # refused: nothing of it is at the provider
+                self.state.save()
+                raise
             count = chunk.requests.count
             chunk.requests.close()  # sent: its requests are not needed
-            model = chunk.settings.model
-            sent = Sent(self.api, batch_id, model.base_url, model.model, chunk.jobs, out_from)
-            self.state.sent.append(sent)
+            sent.status = "submitted"
             self.state.save()
             self.progress.update(
                 batches=self.progress.batches + 1,
                 submitted=self.progress.submitted + count,
             )
+
+    def reconcile(self) -> bool:
+        """The batches a killed run was sending when it stopped (recorded, no id): found among
+        the provider's (OpenAI by the token in their metadata, Anthropic by time and size)
+        and recorded, or, when the provider has none, dropped from the record so that their
+        jobs go again. Whether any was dropped."""
+        dropped = False
+        known = {sent.id for sent in self.state.sent if sent.id}
+        for sent in [s for s in self.state.sent if not s.id]:
+            client = self.client(self.settings_of(sent))
+            found = [i for i in client.find(sent.token, len(sent.jobs), sent.at) if i not in known]
+            if len(found) > 1:
+                raise ProviderError(
+                    f"{self.api} batch: {len(found)} batches that may be the one agi was sending "
+                    f"when it was stopped ({', '.join(found[:3])}); agi cannot tell which and "
+                    f"sends nothing: cancel the others, or move {self.state.path} away"
+                )
+            if found:
+                sent.id = found[0]
+                known.add(sent.id)
+            else:
+                self.state.sent.remove(sent)
+                dropped = True
+            self.state.save()
+        return dropped
 
     def settings_of(self, sent: Sent) -> Settings:
         """The settings a recorded batch's requests were made with (a job of it in the input,
@@ -307,7 +346,7 @@ class ProviderBatches:
     def cancel(self) -> list[str]:
         """Ask the provider to cancel every batch still recorded; the ids it was asked for."""
         asked = []
-        for sent in self.state.sent:
+        for sent in [s for s in self.state.sent if s.id]:
             try:
                 self.client(self.settings_of(sent)).cancel(sent.id)
                 asked.append(sent.id)
@@ -353,6 +392,8 @@ def batch(
         with stop.held():
             progress.start()
             try:
+                if runner.reconcile():  # a killed run's batch that was never created
+                    chunks = runner.chunks(todo)  # its jobs go now
                 runner.submit(chunks, stop)
                 runner.wait(stop)
             except ProviderError as e:

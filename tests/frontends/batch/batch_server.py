@@ -13,6 +13,12 @@ Anthropic: `POST /v1/messages/batches` ({"requests": [{"custom_id", "params"}]})
 results_url once ended), `POST .../cancel`, `GET .../results` (one line a request, `result`
 of type succeeded, errored, canceled or expired).
 
+Listing: `GET /v1/batches` (newest first, `limit`, `after`; `data`, `has_more`, `last_id`;
+each batch with the `metadata` it was created with) and `GET /v1/messages/batches` (newest
+first, `limit`, `after_id`). A POST to a path in `holding` (`/v1/batches`, `/v1/files`, ...)
+is carried out but its answer waits until `release` is set (a client killed meanwhile never
+learns what it made).
+
 Each GET of a batch advances it one status along its script (`statuses` / `anthropic_statuses`;
 the last repeats, so a script ending in `in_progress` never ends until `finish()`). Each request
 is answered by `answer(prompt, body)`: a text, or a dict `{"text", "usage"}`, `{"error":
@@ -26,7 +32,9 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -69,6 +77,8 @@ class BatchServer:
         self.cancels: list[str] = []
         self.answered: list[str] = []  # custom_ids answered, in every batch
         self.lock = threading.Lock()
+        self.holding: set[str] = set()
+        self.release = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
@@ -189,7 +199,13 @@ class BatchServer:
         if len(set(ids)) != len(ids) or any(r.get("url") != body["endpoint"] for r in requests):
             return 400, {"error": {"message": "duplicate custom_id or a request for another url"}}
         batch_id = f"batch_{next(_ids)}"
-        self.batches[batch_id] = {"kind": "openai", "requests": requests, "polls": 0}
+        self.batches[batch_id] = {
+            "kind": "openai",
+            "requests": requests,
+            "polls": 0,
+            "metadata": body.get("metadata"),
+            "created_at": int(time.time()),
+        }
         return 200, self._openai_view(batch_id, "validating")
 
     def _openai_view(self, batch_id: str, status: str) -> dict[str, Any]:
@@ -206,7 +222,8 @@ class BatchServer:
             "status": status,
             "output_file_id": batch.get("output"),
             "error_file_id": batch.get("error"),
-            "created_at": 1,
+            "created_at": batch["created_at"],
+            "metadata": batch["metadata"],
             "request_counts": {
                 "total": total,
                 "completed": total if done else 0,
@@ -259,7 +276,12 @@ class BatchServer:
                 "error": {"type": "invalid_request_error", "message": message},
             }
         batch_id = f"msgbatch_{next(_ids)}"
-        self.batches[batch_id] = {"kind": "anthropic", "requests": requests, "polls": 0}
+        self.batches[batch_id] = {
+            "kind": "anthropic",
+            "requests": requests,
+            "polls": 0,
+            "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
         return 200, self._anthropic_view(batch_id, "in_progress")
 
     def _anthropic_view(self, batch_id: str, status: str) -> dict[str, Any]:
@@ -275,7 +297,7 @@ class BatchServer:
             "processing_status": status,
             "request_counts": counts,
             "ended_at": "2026-12-02T00:00:00Z" if ended else None,
-            "created_at": "2026-12-02T00:00:00Z",
+            "created_at": batch["created_at"],
             "expires_at": "2026-12-03T00:00:00Z",
             "cancel_initiated_at": "2026-12-02T00:00:01Z" if "cancelled" in batch else None,
             "results_url": f"{self.root}/v1/messages/batches/{batch_id}/results" if ended else None,
@@ -316,6 +338,8 @@ class BatchServer:
             rest = parts[3:]
             if method == "POST" and not rest:
                 return self._anthropic_create(json.loads(data or b"{}"))
+            if method == "GET" and not rest:
+                return 200, self._listing("anthropic", path, "after_id")
             batch = self.batches.get(rest[0]) if rest else None
             if batch is None or batch["kind"] != "anthropic":
                 return 404, {
@@ -335,6 +359,8 @@ class BatchServer:
             rest = parts[2:]
             if method == "POST" and not rest:
                 return self._openai_create(json.loads(data or b"{}"))
+            if method == "GET" and not rest:
+                return 200, self._listing("openai", path, "after")
             batch = self.batches.get(rest[0]) if rest else None
             if batch is None or batch["kind"] != "openai":
                 return 404, {"error": {"message": "no such batch"}}
@@ -345,6 +371,24 @@ class BatchServer:
                 batch.setdefault("cancelled", batch["polls"])
                 return 200, self._openai_view(rest[0], "cancelling")
         return 404, {"error": {"message": f"no route {method} {path}"}}
+
+    def _listing(self, kind: str, path: str, after_name: str) -> dict[str, Any]:
+        """A page of the batches of `kind`, newest first, as the list endpoints give them."""
+        query = dict(q.split("=", 1) for q in path.partition("?")[2].split("&") if "=" in q)
+        ids = [i for i, b in reversed(self.batches.items()) if b["kind"] == kind]
+        if query.get(after_name) in ids:
+            ids = ids[ids.index(query[after_name]) + 1 :]
+        limit = int(query.get("limit", 20))
+        page = ids[:limit]
+        view = self._openai_view if kind == "openai" else self._anthropic_view
+        status = {"openai": "in_progress", "anthropic": "in_progress"}[kind]
+        data = [view(i, self.batches[i].get("status", status)) for i in page]
+        return {
+            "data": data,
+            "has_more": len(ids) > limit,
+            "first_id": page[0] if page else None,
+            "last_id": page[-1] if page else None,
+        }
 
     def _upload(self, headers: dict[str, str], data: bytes) -> tuple[int, Any]:
         kind = headers.get("content-type", "")
@@ -382,6 +426,8 @@ class BatchServer:
                 data = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 code, body = server.handle(method, self.path, headers, data)
+                if method == "POST" and self.path.split("?")[0] in server.holding:
+                    server.release.wait(30)  # a hang guard: the test releases it
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(code)
                 kind = "application/binary" if isinstance(body, bytes) else "application/json"

@@ -321,6 +321,63 @@ def test_kill_then_resume(env: dict[str, str], tmp_path: Path) -> None:
     assert server.log == before
 
 
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_kill_while_a_batch_is_created_never_sends_it_twice(
+    env: dict[str, str], tmp_path: Path, api: str
+) -> None:
+    """SIGKILL once the provider has created the batch but before agi has its id: the record
+    already holds it (no id yet, a token); the rerun finds it among the provider's batches
+    (OpenAI: by the token in its metadata; Anthropic: by its time and size), collects it and
+    creates nothing."""
+    jobs, out = tmp_path / "jobs.jsonl", tmp_path / "out.jsonl"
+    prompts = write_jobs(jobs, 3)
+    record = tmp_path / "out.jsonl.batches.json"
+    argv = ["--batch", str(jobs), "--batch-api", api, "--batch-out", str(out)]
+    with BatchServer() as server:
+        e = (openai_env if api == "openai" else anthropic_env)(env, server)
+        server.holding = {"/v1/batches", "/v1/messages/batches"}
+        proc = started(argv, e)
+        wait_until(lambda: len(server.batches) == 1)
+        (kept,) = json.loads(record.read_text())["batches"]
+        proc.kill()
+        proc.communicate(timeout=30)
+        server.release.set()
+        assert kept["id"] == "" and kept["token"] and len(kept["jobs"]) == 3
+        r = run(argv, e, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert len(server.created) == len(server.batches) == 1  # nothing sent twice
+    assert sorted(res["id"] for res in lines_of(out.read_text())) == prompts
+    assert not record.exists()
+    if api == "openai":
+        assert server.created[0]["metadata"] == {"agi_batch": kept["token"]}
+
+
+def test_a_kill_before_the_batch_is_created_sends_it_on_the_rerun(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGKILL while the requests are uploaded: no batch was created, so the rerun finds none
+    of the token's and sends the jobs, once."""
+    jobs, out = tmp_path / "jobs.jsonl", tmp_path / "out.jsonl"
+    prompts = write_jobs(jobs, 3)
+    record = tmp_path / "out.jsonl.batches.json"
+    argv = ["--batch", str(jobs), "--batch-api", "openai", "--batch-out", str(out)]
+    with BatchServer() as server:
+        e = openai_env(env, server)
+        server.holding = {"/v1/files"}
+        proc = started(argv, e)
+        wait_until(lambda: len(server.uploads) == 1)
+        assert [b["id"] for b in json.loads(record.read_text())["batches"]] == [""]
+        proc.kill()
+        proc.communicate(timeout=30)
+        server.holding = set()
+        server.release.set()
+        r = run(argv, e, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert len(server.created) == 1 and ("GET", "/v1/batches?limit=100") in server.log
+    assert sorted(res["id"] for res in lines_of(out.read_text())) == prompts
+    assert not record.exists()
+
+
 def test_a_failed_job_is_sent_again_by_a_rerun(env: dict[str, str], tmp_path: Path) -> None:
     """Like the live batch, a rerun sends again only what did not succeed."""
     jobs, out = tmp_path / "jobs.jsonl", tmp_path / "out.jsonl"
