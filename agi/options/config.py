@@ -33,6 +33,11 @@ NO_MODEL = (
     '-m ollama:qwen3), set AGI_MODEL, or put model = "..." in {path}'
 )
 
+
+class NoModel(ConfigError):
+    """No model is configured (NO_MODEL): the servers report it to their clients (docs: acp)."""
+
+
 MAX_SECONDS = 1e6  # a longer timeout is this one (about eleven days): no overflow, no surprise
 
 
@@ -230,7 +235,7 @@ def resolve_model(r: Resolved, path: Path) -> ModelConfig:
     custom: dict[str, Any] = o.providers or {}
     spec = o.model
     if not spec:
-        raise ConfigError(NO_MODEL.format(path=path))
+        raise NoModel(NO_MODEL.format(path=path))
     provider, model = split_model(spec, custom)
     named = provider is not None
     provider = provider or o.provider or "openai"

@@ -183,7 +183,9 @@ class EditorView(Silent):
             notify(acp_tools.end(event.call.id, event.result, failed, edit))
             self.session.ended(event.call.id)
         elif isinstance(event, UsageEvent):
-            notify(self.session.usage_update(event.usage))
+            update = self.session.usage_update(event.usage)
+            if update is not None:
+                notify(update)
         elif isinstance(event, Notice):
             notify(_chunk("agent_thought_chunk", f"\n[agi: {event.text}]\n"))
 

@@ -18,9 +18,9 @@ from agi.frontends.acp import text as front
 from agi.frontends.acp.permissions import MODES, bound_mode, listed, modes_state, reported
 from agi.frontends.acp.replay import replay
 from agi.frontends.acp.turn import open_run
-from agi.options.config import config_path, load_file
+from agi.options.config import NoModel, config_path, load_file
 from agi.options.settings import Settings
-from agi.options.values import env_layer, file_layer, overlay, resolve
+from agi.options.values import Options, env_layer, file_layer, overlay, resolve
 from agi.providers.endpoint import configured_providers, require_configured
 from agi.sessions.session import SessionIndex
 from agi.tools.mcp_config import McpSource
@@ -28,6 +28,7 @@ from agi.tools.mcp_config import McpSource
 SOURCE = "ACP session"  # the layer of a session's own options
 NOT_FOUND = -32002  # ACP's "resource not found": an unknown session
 INVALID = -32602
+NONE = Options(model="openai:none")  # the settings' model while none is configured
 FAILED = -32603  # agi's own failures (exit 3-6): the message is agi's one line
 
 
@@ -52,11 +53,16 @@ class Server:
         self.home = Path()
         self.operator: Any = None  # the model of the server's own options (check)
         self.configured: set[str] = set()  # the providers they configure
+        self.missing = ""  # no model configured: the one line each new session answers
 
     # --- settings and runs -------------------------------------------------------------------
 
     def check(self) -> None:
-        settings = self.settings_for(None)
+        try:
+            settings = self.settings_for(None)
+        except NoModel as e:  # served all the same: each session/new says so (docs: acp)
+            self.missing = str(e)
+            settings = Settings.load(self.flags, defaults=NONE, anchor=os.getcwd())
         for warning in settings.check_rules():  # a misspelled rule: exit 2 now (docs: permissions)
             sys.stderr.write(f"agi: {warning}\n")
         self.home = settings.home
@@ -176,6 +182,8 @@ class Server:
         from acp.schema import NewSessionResponse
 
         cwd = self._cwd(cwd)
+        if self.missing:
+            raise error(FAILED, self.missing)
         path = SessionIndex(self.home).default_path().resolve()
         session = await self._open(path, cwd, mcp_servers, loaded=False)
         response = {"sessionId": session.id, "modes": modes_state(session.mode)}
@@ -195,6 +203,8 @@ class Server:
         old = self.sessions.get(str(path))
         if old is not None and old.busy:
             raise error(INVALID, f"session {session_id} is busy: its turn is still running")
+        if self.missing:
+            raise error(FAILED, self.missing)
         session = await self._open(path, self._cwd(cwd), mcp_servers, loaded=True)
         for update in replay(session.run.session, session.cwd):
             await self.conn.session_update(session_id=session.id, update=update)

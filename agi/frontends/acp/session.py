@@ -223,13 +223,17 @@ class EditorSession:
                 update["content"] = [edit]
             self.bridge.notify({**update, "status": "in_progress"})
 
-    def usage_update(self, usage: Any) -> dict[str, Any]:
+    def usage_update(self, usage: Any) -> dict[str, Any] | None:
+        """The `usage_update` of a model call; None while the model's context window is
+        unknown (section 10): the protocol requires `size`, and 0 would read as a full window."""
         run = self.run
         window = getattr(run.agent.compactor, "known", None) if run and run.agent else None
+        if not window:
+            return None
         update: dict[str, Any] = {
             "sessionUpdate": "usage_update",
             "used": max(0, int(usage.input + usage.output)),
-            "size": int(window or 0),
+            "size": int(window),
         }
         total = run.meter.total.cost if run is not None else None
         if total is not None:

@@ -30,8 +30,9 @@ from agi.frontends.mcp.call import (
 )
 from agi.frontends.views.terminal import Silent, describe_input
 from agi.messages import StepStart, ToolStart
+from agi.options.config import NoModel
 from agi.options.settings import Settings, model_for
-from agi.options.values import overlay
+from agi.options.values import Options, overlay
 from agi.policy.redaction import redact_values, usable
 from agi.providers.endpoint import configured_providers, require_configured
 from agi.providers.pool import ClientPool
@@ -53,17 +54,27 @@ class Base:
     limits: Limits
     pool: ClientPool = field(default_factory=ClientPool)  # connections and backoff of all calls
     configured: set[str] = field(default_factory=set)  # the providers a call's model may use
+    missing: AgiError | None = None  # no model configured: what every call answers
 
     @classmethod
     def load(cls, layer: Layer) -> Base:
-        """Resolve the server's options once; a bad option or config fails the start (exit 2)."""
-        settings = Settings.load(layer, anchor=os.getcwd())  # rules where given (docs: security)
+        """Resolve the server's options once; a bad option or config fails the start (exit 2),
+        except a missing model, which each call reports (docs: mcp-server)."""
+        missing: AgiError | None = None
+        try:
+            settings = Settings.load(layer, anchor=os.getcwd())  # rules where given (security)
+        except NoModel as e:
+            missing = e
+            settings = Settings.load(
+                layer, defaults=Options(model="openai:none"), anchor=os.getcwd()
+            )
         settings.warnings.extend(settings.check_rules())  # bad rule names: exit 2 now
         for warning in settings.warnings:  # shown once, at start, not with every call
             sys.stderr.write(f"agi: {warning}\n")
         settings.warnings.clear()
         limits = Limits(settings.max_steps, settings.timeout, settings.max_cost)
-        return cls(layer, settings, limits, configured=configured_providers(layer))
+        configured = configured_providers(layer)
+        return cls(layer, settings, limits, configured=configured, missing=missing)
 
     def for_call(self, call: Call) -> Layer:
         """The call's fields as the last layer, which its run lays over the server's settings

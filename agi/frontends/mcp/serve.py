@@ -114,6 +114,9 @@ def make_server(calls: Calls) -> Any:
             return result(failure(Refused(f"unknown tool {params.name!r}: this server has {TOOL}")))
         calls.count += 1
         number = calls.count
+        if calls.base.missing is not None:  # the client shows it (docs: mcp-server)
+            calls.log(number, f"refused: {calls.base.missing}")
+            return result(failure(calls.base.missing))
         try:
             call = parse_call(params.arguments, calls.base.limits)
         except Refused as e:
@@ -127,7 +130,8 @@ def make_server(calls: Calls) -> Any:
             raise
         usage = outcome.usage.get("cost")
         cost = "" if usage is None else f", ${usage:.4f}"
-        calls.log(number, f"exit {outcome.exit}, {outcome.steps} steps{cost}")
+        steps = f"{outcome.steps} step{'s' * (outcome.steps != 1)}"
+        calls.log(number, f"exit {outcome.exit}, {steps}{cost}")
         return result(outcome)
 
     server = Server(

@@ -42,9 +42,8 @@ def test_initialize_new_session_and_a_streamed_answer(env, tmp_path):
             assert reply.stop_reason == "end_turn"
             assert client.text(sid) == "hello there"
             assert client.of(sid, "available_commands_update")
-            usage = client.of(sid, "usage_update")
-            assert usage and usage[-1]["used"] == 15
-            assert usage[-1]["cost"] == {"amount": 0.00002, "currency": "USD"}
+            # the model's window is unknown: no usage_update (its `size` is required; never 0)
+            assert client.of(sid, "usage_update") == []
             code = await agent.close()
             assert code == 0
             assert agent.stderr == b""  # stdout carries the protocol; stderr is silent
@@ -292,9 +291,11 @@ def test_compact_is_a_slash_command(env, tmp_path):
 
 
 def test_bad_settings_fail_before_serving_and_end_of_input_exits_0(agi, env, tmp_path):
-    r = agi("--acp", input="")
+    r = agi("--acp", "--max-steps", "0", input="")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("agi: ") and len(r.stderr.splitlines()) == 1
+    r = agi("--acp", input="")  # no model: served, each session/new says so (test_acp_no_model)
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
     with FakeModel(text("unused")) as server:
         r = agi("--acp", server=server, input="")
     assert r.returncode == 0 and r.stdout == "" and r.stderr == ""

@@ -280,7 +280,7 @@ def test_a_calls_cwd_reaches_its_hooks(env, tmp_path):
     seen = {p["prompt"]: p["cwd"] for p in payloads}
     assert seen == {"here": str(sub), "there": str(tmp_path)}
     stderr = (tmp_path / "server-stderr").read_text()
-    assert "agi: call 1: exit 0, 1 steps" in stderr and "agi: call 2: exit 0" in stderr
+    assert "agi: call 1: exit 0, 1 step\n" in stderr and "agi: call 2: exit 0" in stderr
     assert "agi: call 3: refused: max_steps: must be a positive number" in stderr
 
 
