@@ -18,7 +18,6 @@ from agi.frontends.batch.batch_http import (
     Http,
     Polled,
     Spool,
-    lines_of,
     table,
 )
 from agi.frontends.batch.openai_batch import messages_for, schema_format
@@ -109,8 +108,7 @@ class AnthropicBatches:
         url = polled.raw.get("results_url")
         if not isinstance(url, str) or not url:
             return
-        response = self.http.request("GET", url, "anthropic batch: reading results")
-        for line in lines_of(response.content):
+        for line in self.http.lines(url, "anthropic batch: reading results"):
             custom_id = line.get("custom_id")
             if isinstance(custom_id, str):
                 yield custom_id, answer_of(line.get("result"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -132,14 +132,20 @@ class Http:
 
     def request(self, method: str, url: str, what: str, **kw: Any) -> Any:
         """The response of `method url`, retried while the provider or the network allows;
-        a ProviderError naming `what` once it cannot be had."""
+        a ProviderError naming `what` once it cannot be had. `stream=True`: the body is not
+        read yet (`lines` reads it a line at a time)."""
         import httpx
 
+        stream = bool(kw.pop("stream", False))
         failure = ProviderError(f"{what}: no attempt made")
         for attempt in range(ATTEMPTS):
             wait = min(8.0, 0.5 * 2**attempt) * (0.5 + random.random())
             try:
-                response = self.client.request(method, url, **kw)
+                response = self.client.send(
+                    self.client.build_request(method, url, **kw), stream=stream
+                )
+                if stream and response.status_code >= 400:
+                    response.read()
             except httpx.HTTPError as e:
                 failure = ProviderError(f"{what}: {type(e).__name__}: {e}", retryable=True)
             else:
@@ -175,6 +181,20 @@ class Http:
             raise ProviderError(f"{what}: malformed response: {response.text[:200]!r}")
         return body
 
+    def lines(self, url: str, what: str) -> Iterator[dict[str, Any]]:
+        """The JSON objects of a JSONL file at `url`, read from the network a line at a time
+        (a results file of 50,000 answers is never held whole)."""
+        import httpx
+
+        response = self.request("GET", url, what, stream=True)
+        try:
+            for line in response.iter_lines():
+                yield from _objects([line])
+        except httpx.HTTPError as e:
+            raise ProviderError(f"{what}: {type(e).__name__}: {e}", retryable=True) from None
+        finally:
+            response.close()
+
     def close(self) -> None:
         self.client.close()
 
@@ -188,13 +208,12 @@ def table(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def lines_of(data: bytes) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL results file one at a time, each made into an answer and
-    let go before the next is read (a line that is no object is left out)."""
-    import io
+def _objects(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL results file's lines one at a time, each made into an answer
+    and let go before the next is read (a line that is no object is left out)."""
     import json
 
-    for line in io.BytesIO(data):  # not splitlines(): no second copy of the file
+    for line in lines:
         try:
             value = json.loads(line)
         except ValueError:

@@ -18,7 +18,6 @@ from agi.frontends.batch.batch_http import (
     Http,
     Polled,
     Spool,
-    lines_of,
     table,
 )
 from agi.messages import user
@@ -138,10 +137,8 @@ class OpenAIBatches:
             file_id = polled.raw.get(key)
             if not isinstance(file_id, str) or not file_id:
                 continue
-            response = self.http.request(
-                "GET", f"{self.base}/files/{file_id}/content", "openai batch: reading results"
-            )
-            for line in lines_of(response.content):
+            url = f"{self.base}/files/{file_id}/content"
+            for line in self.http.lines(url, "openai batch: reading results"):
                 custom_id = line.get("custom_id")
                 if isinstance(custom_id, str):
                     yield custom_id, answer_of(line)
