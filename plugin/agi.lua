@@ -19,6 +19,16 @@ command('AgiImplement', function(o) require('agi').implement(o.args, range(o)) e
   nargs = '*',
   desc = 'agi: implement the function described by the comment or signature',
 })
+command('AgiFix', function(o) require('agi').fix(o.args, range(o)) end, {
+  range = true,
+  nargs = '*',
+  desc = 'agi: fix the diagnostics in range (default: the current line)',
+})
+command('AgiNes', function(o) require('agi.nes').set(o.args) end, {
+  nargs = '?',
+  complete = function() return { 'on', 'off', 'toggle' } end,
+  desc = 'agi: next-edit suggestions on, off or toggle',
+})
 command('AgiCancel', function() require('agi').cancel() end, { desc = "agi: cancel this buffer's requests" })
 command('AgiAccept', function(o) require('agi').accept(nil, o.bang) end, {
   bang = true,

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agi.options.config import ModelConfig
 
 CHOICES = ("auto", "completions", "infill", "chat")  # suggest.fim; "mistral" is chosen by auto
+# "prompt": a /v1/completions body without suffix, for next-edit suggestions (frontends/nvim/nes)
 DEADLINE = 30.0  # seconds one suggestion may take, retries included
 MARKER = "<|cursor|>"
 LLAMA_CPP = ("llamacpp", "llama.cpp", "llama-cpp", "llama_cpp", "llama-server")
@@ -82,8 +83,11 @@ class FimCompletions(ChatCompletions):
     ) -> dict[str, Any]:
         prefix, suffix = str(extra.pop("prefix", "")), str(extra.pop("suffix", ""))
         max_tokens = int(extra.pop("max_tokens", 128))
-        if self.kind == "infill":
-            body: dict[str, Any] = {
+        if self.kind == "prompt":  # a plain completion (next-edit models' own formats)
+            body: dict[str, Any] = {"model": self.config.model, "prompt": prefix}
+            body["max_tokens"] = max_tokens
+        elif self.kind == "infill":
+            body = {
                 "input_prefix": prefix,
                 "input_suffix": suffix,
                 "n_predict": max_tokens,

@@ -85,7 +85,13 @@ print(json.dumps(out))
 
 H.probe = function(prog)
   local config = require('agi').config
-  local options = vim.json.encode({ model = config.model, base_url = config.base_url, sys = config.sys })
+  local suggest = config.suggest or {}
+  local nes = {
+    format = suggest.nes_format,
+    model = suggest.nes_model or suggest.model or config.model,
+    base_url = suggest.nes_base_url or suggest.base_url or config.base_url,
+  }
+  local options = vim.json.encode({ model = config.model, base_url = config.base_url, sys = config.sys, nes = nes })
   local ok, result = pcall(
     function() return vim.system({ prog, '-c', H.probe_code, options }, { text = true }):wait(20000) end
   )
@@ -114,6 +120,25 @@ H.check_model = function(found)
   vim.health.ok(string.format('model: %s at %s%s', found.model, found.base_url, protocol))
   H.check_api_key(found)
   vim.health.info(where .. '; requests are logged under ' .. found.home .. '/nvim')
+  H.check_nes(found.nes)
+end
+
+--- The backend of next-edit suggestions (|agi-nes|): whether they are on, the prompt format,
+--- the model and the endpoint it is asked at.
+H.check_nes = function(nes)
+  vim.health.start('agi: next-edit suggestions')
+  local on = require('agi.suggest').config.nes
+  if type(nes) ~= 'table' then return vim.health.info('next-edit suggestions: ' .. (on and 'on' or 'off')) end
+  if nes.error then
+    local report = on and vim.health.error or vim.health.info
+    return report('next-edit suggestions (' .. (on and 'on' or 'off') .. '): no model: ' .. nes.error)
+  end
+  local text = string.format('%s format, model %s (%s: POST %s)', nes.format, nes.model, nes.protocol, nes.endpoint)
+  if on then
+    vim.health.ok('next-edit suggestions: on, ' .. text)
+  else
+    vim.health.info('next-edit suggestions: off (suggest.nes = true or :AgiNes on); they would use ' .. text)
+  end
 end
 
 --- Whether the provider's API key is there, and where from; never the key itself.

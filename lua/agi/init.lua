@@ -48,6 +48,7 @@ M.setup = function(config)
   H.set_up = true
   H.autocmds()
   require('agi.suggest').setup(M.config.suggest)
+  require('agi.nes')._apply()
 end
 
 --- Rewrite lines {range} (default: the current line) of the current buffer as instructed.
@@ -117,6 +118,37 @@ M.model = function(name)
   U.notify('model for the next requests: ' .. name, 'INFO')
   return name
 end
+
+--- Ask the model to fix the diagnostics in lines {range} (default: the current line) of the
+--- current buffer, applied as `apply` says (direct, preview or review), one undo step.
+---@param instruction string|nil More for the model to know
+---@param range table|nil `{first, last}`, 1-based and inclusive
+---@return integer|nil The request id
+M.fix = function(instruction, range)
+  if H.is_disabled() then return U.notify('disabled in this buffer (b:agi_disable)', 'WARN') end
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  range = range or { row, row }
+  return Request.start('fix', vim.api.nvim_get_current_buf(), range[1], range[2], vim.trim(instruction or ''))
+end
+
+--- Next-edit suggestions (|agi-nes|): move to the next hunk shown.
+---@return boolean Whether there was one
+M.nes_jump = function() return require('agi.nes').jump() end
+
+--- Apply the next-edit hunk at the cursor, as one undo step.
+---@return boolean Whether one was applied
+M.nes_accept = function() return require('agi.nes').accept() end
+
+--- Apply every next-edit hunk shown, as one undo step.
+---@return integer How many were applied
+M.nes_accept_all = function() return require('agi.nes').accept_all() end
+
+--- Drop the next-edit hunks shown and cancel the request in flight.
+M.nes_dismiss = function() return require('agi.nes').dismiss() end
+
+--- Whether next-edit hunks are shown in the current buffer.
+---@return boolean
+M.nes_visible = function() return require('agi.nes').visible() end
 
 --- Cancel the running requests of buffer {buf} (default: current): the model connection is
 --- closed at once and nothing is applied.
@@ -288,7 +320,8 @@ H.rplugin_path = function() return vim.fs.normalize(vim.fn.resolve(H.root .. '/r
 H.specs = function()
   local spec = function(name, sync) return { type = 'function', name = name, sync = sync, opts = vim.empty_dict() } end
   return { spec('AgiHostCancel', false), spec('AgiHostInfo', true), spec('AgiHostModels', false),
-    spec('AgiHostRequest', false), spec('AgiHostSuggest', false), spec('AgiHostSuggestCancel', false) }
+    spec('AgiHostRequest', false), spec('AgiHostSuggest', false), spec('AgiHostSuggestCancel', false),
+    spec('AgiHostNes', false), spec('AgiHostNesCancel', false) }
 end
 
 --- The registered path of agi's remote plugin, or nil.

@@ -50,6 +50,17 @@ M.suggest = function(config, defaults)
     U.check('suggest.filetypes.' .. ft, on, 'boolean')
   end
   U.check('suggest.params', config.params, 'table')
+  U.check('suggest.nes', config.nes, 'boolean')
+  for _, name in ipairs({ 'nes_delay', 'nes_history', 'nes_window' }) do
+    U.check('suggest.' .. name, config[name], 'number')
+    local least = name == 'nes_delay' and 0 or 1
+    if config[name] < least then U.error(string.format('`suggest.%s` should be %d or more, not %s', name, least, config[name])) end
+  end
+  if not vim.tbl_contains({ 'chat', 'zeta', 'sweep' }, config.nes_format) then
+    U.error('`suggest.nes_format` should be "chat", "zeta" or "sweep", not ' .. vim.inspect(config.nes_format))
+  end
+  U.check('suggest.nes_model', config.nes_model, 'string', true)
+  U.check('suggest.nes_base_url', config.nes_base_url, 'string', true)
   if config.keys ~= false then
     U.check('suggest.keys', config.keys, 'table')
     for name, lhs in pairs(config.keys) do

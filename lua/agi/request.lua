@@ -151,6 +151,7 @@ H.start = function(kind, buf, first, last, instruction, extra)
     filetype = vim.bo[buf].filetype,
     filename = name == '' and '[No Name]' or vim.fn.fnamemodify(name, ':~:.'),
     leaders = Range.comment_leaders(buf),
+    diagnostics = H.diagnostics(buf, first - 1, last - 1),
     indent = {
       expandtab = vim.bo[buf].expandtab,
       shiftwidth = vim.bo[buf].shiftwidth > 0 and vim.bo[buf].shiftwidth or vim.bo[buf].tabstop,
@@ -172,6 +173,26 @@ H.start = function(kind, buf, first, last, instruction, extra)
   if not ok then H.finish(req, 'error', H.host_failure(tostring(err)), 'ERROR') end
   return req.id
 end
+
+--- The diagnostics of {buf} (|vim.diagnostic.get()|) on rows {first}-{last} (0-based) or within
+--- H.near rows of them, for the model: `{severity, line (1-based), message, source}`.
+H.diagnostics = function(buf, first, last)
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    if d.lnum >= first - H.near and d.lnum <= last + H.near then
+      table.insert(out, {
+        severity = vim.diagnostic.severity[d.severity] or 'ERROR',
+        line = d.lnum + 1,
+        message = d.message,
+        source = d.source,
+      })
+    end
+  end
+  table.sort(out, function(a, b) return a.line < b.line end)
+  return out
+end
+
+H.near = 3 -- rows around a range whose diagnostics go with it
 
 H.host_failure = function(err)
   if err:find('Failed to load python3 host') then

@@ -37,6 +37,13 @@ M.config = {
   -- keys while a suggestion is shown (they fall through otherwise); false or '' leaves one
   -- unmapped, `keys = false` all of them
   keys = { accept = '<Tab>', accept_word = '<M-Right>', accept_line = '<M-Down>', dismiss = '<C-]>' },
+  nes = false, -- next-edit suggestions (lua/agi/nes.lua), off by default: see |agi-nes|
+  nes_delay = 300, -- ms without a change before asking
+  nes_history = 5, -- how many of the last changes go with the request, as diffs
+  nes_window = 60, -- lines around the cursor the model may rewrite
+  nes_format = 'chat', -- "chat" (agi's prompt) | "zeta" (Zed's Zeta) | "sweep" (sweep-next-edit)
+  nes_model = nil, -- a model just for next edits; nil: `model` (else the plugin's)
+  nes_base_url = nil, -- its endpoint; nil: `base_url`
 }
 
 --- Validate {config}, merge it into the defaults and apply it (called by `require('agi').setup`).

@@ -56,13 +56,13 @@ def nvim_layer(options: dict[str, Any]) -> Layer:
 
 def render_prompt(request: dict[str, Any]) -> str:
     """refactor.md or implement.md, filled with the file's name, type, range and context."""
-    kind = "implement" if request.get("kind") == "implement" else "refactor"
+    kind = request.get("kind") if request.get("kind") in ("implement", "fix") else "refactor"
     template = (PROMPTS / f"{kind}.md").read_text(encoding="utf-8")
     before = "\n".join(request.get("before") or [])
     selection = "\n".join(request.get("lines") or [])
     after = "\n".join(request.get("after") or [])
     instruction = str(request.get("instruction") or "").strip()
-    if kind == "implement" and instruction:
+    if kind in ("implement", "fix") and instruction:
         instruction = f"\n\nAlso: {instruction}"
     first = int(request.get("first") or 1)
     return template.format(
@@ -75,7 +75,23 @@ def render_prompt(request: dict[str, Any]) -> str:
         before=before,
         selection=selection,
         after=after,
+        diagnostics=diagnostics_text(request.get("diagnostics"), kind == "fix"),
     ).strip()
+
+
+def diagnostics_text(found: Any, fixing: bool) -> str:
+    """The diagnostics Neovim sent (`{severity, line, message, source}`), one a line, between
+    blank lines; nothing when there are none (except for :AgiFix, which says so)."""
+    lines = []
+    for d in found if isinstance(found, list) else []:
+        if isinstance(d, dict) and d.get("message"):
+            source = f" ({d['source']})" if d.get("source") else ""
+            text = " ".join(str(d["message"]).split())
+            lines.append(f"- line {d.get('line')}: {d.get('severity') or 'ERROR'}: {text}{source}")
+    if not lines:
+        return "\nThe editor reports no diagnostics there.\n" if fixing else ""
+    head = "to fix" if fixing else "in and near those lines"
+    return f"\nDiagnostics the editor reports {head}:\n\n" + "\n".join(lines) + "\n"
 
 
 REFINED = {

@@ -49,7 +49,24 @@ def report(options: dict[str, Any]) -> dict[str, Any]:
     else:
         out.update(model=model.label, base_url=model.base_url, api_key=model.api_key is not None)
         out.update(provider_report(model, file))
+    if isinstance(options.get("nes"), dict):
+        out["nes"] = nes_report(options["nes"])
     return out
+
+
+def nes_report(nes: dict[str, Any]) -> dict[str, Any]:
+    """The backend of next-edit suggestions: its format, model and the endpoint it is asked at
+    (chat completions for agi's prompt, `/completions` for a next-edit model's own format)."""
+    fmt = str(nes.get("format") or "chat")
+    try:
+        model = model_for(nvim_layer({"model": nes.get("model"), "base_url": nes.get("base_url")}))
+    except AgiError as e:
+        return {"format": fmt, "error": str(e)}
+    if fmt == "chat":
+        protocol, endpoint = describe(model)
+    else:
+        protocol, endpoint = "completions", model.base_url.rstrip("/") + "/completions"
+    return {"format": fmt, "model": model.label, "protocol": protocol, "endpoint": endpoint}
 
 
 def provider_report(model: Any, file: dict[str, Any]) -> dict[str, Any]:

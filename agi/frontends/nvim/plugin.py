@@ -18,6 +18,7 @@ from agi.errors import AgiError, Cancelled
 from agi.frontends.nvim.cancel import Cancellable
 from agi.frontends.nvim.engine import run_request
 from agi.frontends.nvim.health import engine_problem
+from agi.frontends.nvim.nes import NextEdits
 from agi.frontends.nvim.suggest import Suggestions
 from agi.frontends.views.terminal import describe_input, short
 from agi.options.config import PROVIDERS, config_path, load_file, split_model
@@ -209,6 +210,18 @@ class Plugin:
         if getattr(self, "_suggestions", None) is None:
             self._suggestions = Suggestions(self.nvim)
         return self._suggestions
+
+    def nes(self, request: dict[str, Any]) -> None:
+        """A next-edit request (agi.frontends.nvim.nes); it replaces the buffer's one in flight."""
+        self.next_edits().request(request)
+
+    def nes_cancel(self, buf: Any, request_id: Any = None) -> None:
+        self.next_edits().cancel(int(buf), request_id)
+
+    def next_edits(self) -> Any:
+        if getattr(self, "_next_edits", None) is None:
+            self._next_edits = NextEdits(self.nvim)
+        return self._next_edits
 
     def info(self) -> dict[str, Any]:
         """For :checkhealth: which Python runs the host, and whether the engine imports."""

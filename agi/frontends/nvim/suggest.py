@@ -30,7 +30,10 @@ class Flight(Cancellable):
 
 
 class Suggestions:
-    """Starts and cancels suggestion requests; called on the host's event loop."""
+    """Starts and cancels suggestion requests; called on the host's event loop. Next-edit
+    suggestions (agi.frontends.nvim.nes) are the same machinery with another `answer`."""
+
+    deliver_to = DELIVER  # the Lua function the events go to
 
     def __init__(self, nvim: Any):
         self.nvim = nvim
@@ -81,7 +84,7 @@ class Suggestions:
                 self.completer = Completer()
             completer = self.completer
         try:
-            text = completer.complete(flight.request, lambda t: self.show(flight, t), flight.attach)
+            event = self.answer(completer, flight)
         except Cancelled:
             return None
         except AgiError as e:
@@ -91,6 +94,11 @@ class Suggestions:
                 return None
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             return error(f"internal error: {detail}")
+        return event
+
+    def answer(self, completer: Any, flight: Flight) -> dict[str, Any]:
+        """The request's final event: the suggestion, streamed in through `show`."""
+        text = completer.complete(flight.request, lambda t: self.show(flight, t), flight.attach)
         return {"type": "done", "text": text}
 
     def show(self, flight: Flight, text: str) -> None:
@@ -108,7 +116,7 @@ class Suggestions:
             pass
 
     def deliver(self, request_id: int, event: dict[str, Any]) -> None:
-        self.nvim.exec_lua(DELIVER, request_id, event, async_=True)
+        self.nvim.exec_lua(self.deliver_to, request_id, event, async_=True)
 
 
 def error(message: str) -> dict[str, Any]:

@@ -76,6 +76,21 @@ class AgiNvim:
         if plugin is not None:
             plugin.suggest_cancel(*args[:2])
 
+    @pynvim.function("AgiHostNes")
+    def nes(self, args):
+        plugin = self.load()
+        if plugin is None:
+            event = {"type": "error", "message": self.error}
+            self.nvim.exec_lua("require('agi.nes')._event(...)", args[0]["id"], event, async_=True)
+        else:
+            plugin.nes(args[0])
+
+    @pynvim.function("AgiHostNesCancel")
+    def nes_cancel(self, args):
+        plugin = self.load()
+        if plugin is not None:
+            plugin.nes_cancel(*args[:2])
+
     @pynvim.function("AgiHostInfo", sync=True)
     def info(self, args):
         plugin = self.load()
