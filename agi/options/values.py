@@ -108,6 +108,7 @@ class Options:
     output: str | None = None
     verbose: bool | None = None
     quiet: bool | None = None
+    profiles: dict[str, Any] | None = None  # agi --serve's models (docs: serve)
 
 
 NAMES = tuple(f.name for f in fields(Options))

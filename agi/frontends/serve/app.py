@@ -8,19 +8,16 @@ import hmac
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.responses import JSONResponse
 
-from agi.api.events import Event, TextEvent
+from agi.api.events import Event
 from agi.engine.result import RunResult
 from agi.errors import AgiError
-from agi.frontends.serve import openai
 from agi.frontends.serve.requests import Refused, RunRequest, parse_run
 from agi.frontends.serve.runner import Job, Shared, refused
 
@@ -199,6 +196,7 @@ async def threaded(job: Job, work: Callable[[], Any]) -> Any:
     threads), awaited; cancelling the awaiting task cancels `job` and waits for it to end."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Any] = loop.create_future()
+    done.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved, even if left
 
     def settle(outcome: Any, failed: bool) -> None:
         if not done.done():
@@ -218,7 +216,8 @@ async def threaded(job: Job, work: Callable[[], Any]) -> Any:
     try:
         return await asyncio.shield(done)
     except asyncio.CancelledError:
-        job.cancel()
+        # ending its commands waits for them (kill_group): not on the event loop's thread
+        threading.Thread(target=job.cancel, name="agi-serve-cancel", daemon=True).start()
         try:
             await asyncio.shield(done)
         except BaseException:  # the run's own end (agi.Cancelled): the task's cancel stands
@@ -237,159 +236,3 @@ async def disconnected(request: Request) -> None:
 def sse(kind: str | None, data: Any) -> bytes:
     head = f"event: {kind}\n" if kind else ""
     return f"{head}data: {json.dumps(data)}\n\n".encode()
-
-
-def build(server: Server) -> Starlette:
-    """The application serving `server`'s routes."""
-
-    def endpoint(
-        handler: Callable[[Request], Awaitable[Response]],
-    ) -> Callable[[Request], Awaitable[Response]]:
-        async def guarded(request: Request) -> Response:
-            if not server.authorised(request):
-                return error(
-                    Refused(
-                        "a bearer token is required (Authorization: Bearer TOKEN)",
-                        status=401,
-                        code="invalid_api_key",
-                    )
-                )
-            try:
-                return await handler(request)
-            except Refused as e:
-                return error(e)
-            except AgiError as e:
-                return error(refused(e))
-
-        return guarded
-
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok" if server.ready.is_set() else "starting"})
-
-    async def metrics(request: Request) -> Response:
-        return PlainTextResponse(
-            server.shared.metrics.text(), media_type="text/plain; version=0.0.4"
-        )
-
-    async def models(request: Request) -> Response:
-        loaded = await server.loaded()
-        return JSONResponse(openai.models(loaded.profiles))
-
-    async def runs(request: Request) -> Response:
-        run = await server.request_of(await server.body(request))
-        if run.background:
-            return JSONResponse(await start_background(run))
-        if not run.stream:
-            result = await server.run_whole(run, request)
-            return JSONResponse(result.to_json())
-        items = await server.run_stream(run)
-
-        async def frames() -> AsyncIterator[bytes]:
-            async for item in items:
-                if isinstance(item, RunResult):
-                    yield sse("result", {"type": "result", **item.to_json()})
-                else:
-                    yield sse(item.type, item.to_json())
-
-        return StreamingResponse(frames(), media_type="text/event-stream")
-
-    async def start_background(run: RunRequest) -> dict[str, Any]:
-        async def body() -> None:
-            try:
-                async with AsyncExitStack() as stack:
-                    await server.hold(stack, run)
-                    job, opened = await server.opened(run, lambda event: None)
-                    entry.job = job
-                    entry.result = await server.until_result(job, opened, None)
-                    entry.status = "done"
-            except asyncio.CancelledError:
-                entry.status = "cancelled"
-            except Refused as e:
-                entry.result = RunResult.failed(e)
-                entry.status = "done"
-
-        entry = Background(Job(run, server.shared, lambda event: None))
-        server.background[entry.id] = entry
-        entry.task = asyncio.ensure_future(body())
-        return {"id": entry.id, "status": entry.status}
-
-    async def run_state(request: Request) -> Response:
-        entry = server.background.get(request.path_params["id"])
-        if entry is None:
-            raise Refused(f"no run {request.path_params['id']!r}", status=404, code="not_found")
-        if request.method == "DELETE" and entry.status == "running":
-            assert entry.task is not None
-            entry.task.cancel()
-            try:
-                await entry.task
-            except asyncio.CancelledError:
-                pass
-            entry.status = "cancelled"
-            return JSONResponse({"id": entry.id, "status": entry.status})
-        return JSONResponse(entry.view())
-
-    async def fields_of(request: Request, shape: Callable[..., dict[str, Any]]) -> tuple[Any, Any]:
-        body = await server.body(request)
-        if not isinstance(body, dict):
-            raise Refused("the request body must be a JSON object")
-        loaded = await server.loaded()
-        fields = shape(body, loaded.profiles)
-        return body, await server.request_of(fields)
-
-    async def chat(request: Request) -> Response:
-        body, run = await fields_of(request, openai.chat_request)
-        reply = openai.Chat(str(body.get("model") or openai.DEFAULT_MODEL))
-        if not run.stream:
-            return JSONResponse(reply.whole(await server.run_whole(run, request)))
-        items = await server.run_stream(run)
-        options = body.get("stream_options")
-        usage = isinstance(options, dict) and bool(options.get("include_usage"))
-
-        async def frames() -> AsyncIterator[bytes]:
-            yield sse(None, reply.chunk({"role": "assistant", "content": ""}))
-            async for item in items:
-                if isinstance(item, TextEvent) and item.text:
-                    yield sse(None, reply.chunk({"content": item.text}))
-                elif isinstance(item, RunResult):
-                    if item.answer is not None and not isinstance(item.answer, str):
-                        yield sse(None, reply.chunk({"content": openai.answer_text(item)}))
-                    yield sse(None, reply.chunk({}, openai.finish(item)))
-                    if usage:
-                        yield sse(None, reply.usage_chunk(item))
-            yield b"data: [DONE]\n\n"
-
-        return StreamingResponse(frames(), media_type="text/event-stream")
-
-    async def responses(request: Request) -> Response:
-        body, run = await fields_of(request, openai.responses_request)
-        reply = openai.Response(str(body.get("model") or openai.DEFAULT_MODEL))
-        if not run.stream:
-            return JSONResponse(reply.whole(await server.run_whole(run, request)))
-        items = await server.run_stream(run)
-
-        async def frames() -> AsyncIterator[bytes]:
-            for kind, data in reply.opening():
-                yield sse(kind, data)
-            async for item in items:
-                if isinstance(item, TextEvent) and item.text:
-                    yield sse(*reply.delta(item.text))
-                elif isinstance(item, RunResult):
-                    for kind, data in reply.closing(item):
-                        yield sse(kind, data)
-
-        return StreamingResponse(frames(), media_type="text/event-stream")
-
-    async def unknown(request: Request) -> Response:
-        raise Refused(f"no route {request.method} {request.url.path}", status=404, code="not_found")
-
-    routes = [
-        Route("/healthz", endpoint(healthz), methods=["GET"]),
-        Route("/metrics", endpoint(metrics), methods=["GET"]),
-        Route("/v1/models", endpoint(models), methods=["GET"]),
-        Route("/v1/runs", endpoint(runs), methods=["POST"]),
-        Route("/v1/runs/{id}", endpoint(run_state), methods=["GET", "DELETE"]),
-        Route("/v1/chat/completions", endpoint(chat), methods=["POST"]),
-        Route("/v1/responses", endpoint(responses), methods=["POST"]),
-        Route("/{rest:path}", endpoint(unknown), methods=["GET", "POST", "DELETE", "PUT"]),
-    ]
-    return Starlette(routes=routes)

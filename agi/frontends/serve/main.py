@@ -69,8 +69,10 @@ def main(args: argparse.Namespace, layer: Layer) -> int:
         # lazy: the ASGI stack, the `serve` extra, loaded on this path alone
         import uvicorn
 
-        from agi.frontends.serve.app import Server, build
-        from agi.frontends.serve.runner import Shared, load
+        # lazy: the application, loaded with the ASGI stack it is built on
+        from agi.frontends.serve.app import Server
+        from agi.frontends.serve.routes import build  # lazy: as the application
+        from agi.frontends.serve.runner import Shared, load  # lazy: the engine, after the stack
     except ImportError as e:
         raise UsageError(
             f"--serve needs the serve extra: pip install 'agi-cli[serve]' ({e})"
