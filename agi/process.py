@@ -217,14 +217,15 @@ def read_stdin(stream: Any, limit: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def hide_keys(key: str | None) -> None:
+def hide_keys(key: str | None, keep: bool = False) -> None:
     """The API key is redacted from whatever reaches stdout and stderr, and withheld from
-    every child (child_env); agi's own key variables also leave os.environ."""
+    every child (child_env); agi's own key variables also leave os.environ, unless `keep`
+    (a batch resolves its jobs' keys from them as it reads the jobs)."""
     Stdout.secrets = usable([key])
     withhold(key)
     names = withheld(dict(os.environ))
     forget(names)  # from agi's environment block too (/proc/PID/environ)
-    for name in names:
+    for name in () if keep else names:
         del os.environ[name]
 
 

@@ -1,22 +1,26 @@
-"""The jobs of `agi --batch` (docs: batch): JSON lines read and checked before anything
-runs (a bad line is a usage error naming its number), `--shard K/N`, and the jobs an earlier
-`--batch-out` file already holds with exit 0 (resume)."""
+"""The jobs of `agi --batch` (docs: batch): JSON lines read and checked as they come (a bad
+line is a usage error naming its number), `--shard K/N`, and the jobs an earlier `--batch-out`
+file already holds with exit 0 (resume). The input is read lazily, in bounded memory: what is kept
+of the lines read is their ids (for an id used twice), not the lines."""
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agi.errors import UsageError
+from agi.errors import TimeLimit, UsageError
 from agi.fileio import loads
 from agi.options import checks
 from agi.process import STDIN_LIMIT
 
-MAX_JOBS = 100_000  # jobs one batch holds (docs: batch); the input is read whole before any runs
+MAX_JOBS = 100_000  # jobs a provider batch (--batch-api) holds: its input is read whole first
 
 # A job's own fields, each with its check; every other option comes from the command line.
 FIELDS: tuple[str, ...] = ("id", "prompt", "schema", "exit_code", "model", "sys", "session")
@@ -102,8 +106,14 @@ def parse_line(text: str, number: int, index: int) -> BatchJob:
 def read_jobs(lines: Iterable[bytes]) -> list[BatchJob]:
     """Every job of the input, checked: bad UTF-8, bad JSON, a bad field or an id used twice
     stops everything before a job starts (UsageError naming the line)."""
-    jobs: list[BatchJob] = []
-    seen: dict[str, int] = {}
+    return list(iter_jobs(lines))
+
+
+def iter_jobs(lines: Iterable[bytes]) -> Iterator[BatchJob]:
+    """The jobs of the input one at a time, each checked as it is read: bad UTF-8, bad JSON, a
+    bad field or an id used twice is a UsageError naming the line."""
+    ids = Ids()
+    index = 0
     for number, raw in enumerate(lines, 1):
         try:
             text = raw.decode("utf-8")
@@ -111,22 +121,73 @@ def read_jobs(lines: Iterable[bytes]) -> list[BatchJob]:
             raise UsageError(f"batch line {number}: not UTF-8 text") from None
         if not text.strip():
             continue
-        job = parse_line(text, number, len(jobs))
-        if job.key in seen:
-            raise UsageError(
-                f"batch line {number}: id {job.key} is already used on line {seen[job.key]}"
-            )
-        seen[job.key] = number
-        jobs.append(job)
-    return jobs
+        job = parse_line(text, number, index)
+        ids.add(job, job.key != str(number))  # an id of its own, or its line's number
+        index += 1
+        yield job
 
 
-def open_input(name: str, limit: int | None = None) -> Iterator[bytes]:
+class Ids:
+    """The ids used so far, in memory that grows with the ids lines give, not with the lines: a
+    given id is kept as a 16-byte digest; lines whose id is their number are kept as runs of
+    line numbers (one run for an input of prompts alone)."""
+
+    def __init__(self) -> None:
+        self.given: dict[bytes, int] = {}  # digest of the id's JSON -> its line
+        self.starts: list[int] = []  # runs of lines whose id is their number: [start, end]
+        self.ends: list[int] = []
+
+    def add(self, job: BatchJob, given: bool) -> None:
+        key = job.key
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        used = self.given.get(digest)
+        if used is None and isinstance(job.id, int) and not isinstance(job.id, bool):
+            used = job.id if given and self._numbered(job.id) else None
+        if used is not None:
+            raise UsageError(f"batch line {job.line}: id {key} is already used on line {used}")
+        if given:
+            self.given[digest] = job.line
+            return
+        if self.ends and self.ends[-1] == job.line - 1:
+            self.ends[-1] = job.line
+        else:
+            self.starts.append(job.line)
+            self.ends.append(job.line)
+
+    def _numbered(self, line: int) -> bool:
+        at = bisect.bisect_right(self.starts, line) - 1
+        return at >= 0 and self.ends[at] >= line
+
+
+@dataclass
+class Waiting:
+    """How a lazy read waits for input: `going()` false ends the input (Ctrl-C, a reader of
+    the output gone); a wait longer than `timeout` seconds (--timeout) is a TimeLimit."""
+
+    going: Callable[[], bool]
+    timeout: float | None = None
+
+
+def regular(name: str) -> bool:
+    """Whether the input is a regular file (read twice: checked whole, then run)."""
+    import os
+    import stat
+
+    try:
+        return name != "-" and stat.S_ISREG(os.stat(Path(name).expanduser()).st_mode)
+    except OSError:
+        return False
+
+
+def open_input(
+    name: str, limit: int | None = None, waiting: Waiting | None = None
+) -> Iterator[bytes]:
     """The input's lines as bytes (without their newline): a file, or `-` for standard input,
-    read in chunks: a line over `limit` bytes (`stdin_limit`, 10 MB by default), an input
-    over ten times that or more than MAX_JOBS lines is a usage error naming it, before it is
-    all read (docs: batch). A FIFO is opened without waiting for its writer; a read that
-    waits is ended by --timeout."""
+    read in chunks as the lines are taken: a line over `limit` bytes (`stdin_limit`, 10 MB by
+    default) is a usage error naming it, before it is all read (docs: batch). Without
+    `waiting` (a provider batch, read whole first) an input over ten times `limit` or of more
+    than MAX_JOBS lines is one too, and a read that waits is ended by the caller's --timeout
+    alarm. A FIFO is opened without waiting for its writer."""
     import os
     import sys
 
@@ -134,31 +195,54 @@ def open_input(name: str, limit: int | None = None) -> Iterator[bytes]:
     shown = "stdin" if name == "-" else f"--batch file {name}"
     try:
         if name == "-":
-            yield from _lines(sys.stdin.buffer.fileno(), limit, shown)
+            yield from _lines(sys.stdin.buffer.fileno(), limit, shown, waiting)
             return
         fd = os.open(Path(name).expanduser(), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             os.set_blocking(fd, True)
-            yield from _lines(fd, limit, shown)
+            yield from _lines(fd, limit, shown, waiting)
         finally:
             os.close(fd)
     except OSError as e:
         raise UsageError(f"cannot read {shown}: {e.strerror or e}") from None
 
 
-def _lines(fd: int, limit: int, shown: str) -> Iterator[bytes]:
+def _chunks(fd: int, waiting: Waiting | None) -> Iterator[bytes]:
+    """The input's chunks; with `waiting`, each read waits in short polls (so that Ctrl-C and
+    --timeout end a wait), and the input ends when `waiting.going()` is false."""
     import os
+    import select
 
+    poll = select.poll() if waiting is not None else None
+    if poll is not None:
+        poll.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    while True:
+        if waiting is not None and poll is not None:
+            began = time.monotonic()
+            while not poll.poll(200):
+                if not waiting.going():
+                    return
+                if waiting.timeout and time.monotonic() - began > waiting.timeout:
+                    raise TimeLimit(waiting.timeout)
+            if not waiting.going():
+                return
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _lines(fd: int, limit: int, shown: str, waiting: Waiting | None = None) -> Iterator[bytes]:
     number = total = size = 0
     pieces: list[bytes] = []
-    while chunk := os.read(fd, 1 << 20):
+    for chunk in _chunks(fd, waiting):
         total += len(chunk)
-        if total > 10 * limit:
+        if waiting is None and total > 10 * limit:
             raise UsageError(f"{shown} is over {10 * limit} bytes (ten times `stdin_limit`)")
         *complete, rest = chunk.split(b"\n")
         for piece in complete:
             number += 1
-            if number > MAX_JOBS:
+            if waiting is None and number > MAX_JOBS:
                 raise UsageError(f"{shown} has more than {MAX_JOBS} lines: split it")
             if size + len(piece) > limit:
                 raise UsageError(f"batch line {number}: longer than {limit} bytes")
@@ -215,10 +299,12 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def in_shard(jobs: list[BatchJob], shard: tuple[int, int] | None) -> list[BatchJob]:
     """The jobs whose index modulo N is K: N shards partition the input."""
-    if shard is None:
-        return jobs
-    k, n = shard
-    return [job for job in jobs if job.index % n == k]
+    return [job for job in jobs if mine(job, shard)]
+
+
+def mine(job: BatchJob, shard: tuple[int, int] | None) -> bool:
+    """Whether the job is in this shard (index modulo N is K)."""
+    return shard is None or job.index % shard[1] == shard[0]
 
 
 def done_keys(path: Path) -> set[str]:

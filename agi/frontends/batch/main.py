@@ -1,8 +1,10 @@
 """`agi --batch FILE|-` (docs: batch): many prompts in one process, one JSON line out per
 job as it finishes, one budget and one backoff for all, resume from `--batch-out`, `--shard K/N`.
 
-The input is read and checked whole before any job starts (exit 2 naming the line), within
---timeout and the bounds of `stdin_limit`; `--batch-out` FILE is locked for the batch. Signals:
+The input is read lazily, a line at a time as the workers take jobs, in bounded memory: a regular
+file is checked whole before any job starts (exit 2 naming the line), a pipe as it comes (a bad
+line ends the batch there, exit 2 naming it, after the running jobs end); a line is bounded by
+`stdin_limit`, a wait for input by --timeout. `--batch-out` FILE is locked for the batch. Signals:
 the first Ctrl-C stops starting jobs and lets the running ones finish (within --timeout); a
 second one (or SIGTERM, SIGHUP) cuts them short. Either way what finished is written, a whole
 line at a time, and the exit is 128 + the signal."""
@@ -12,25 +14,31 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi.errors import UsageError
+from agi.errors import AgiError, UsageError
 from agi.frontends.batch import provider_batch
 from agi.frontends.batch.jobs import (
     BatchJob,
+    Waiting,
     done_keys,
     in_shard,
+    iter_jobs,
     lock_out,
+    mine,
     open_input,
     parse_shard,
     read_jobs,
+    regular,
 )
-from agi.frontends.batch.runner import LocalRuns, Plan, Stop, run_all
+from agi.frontends.batch.runner import Feed, LocalRuns, Plan, Stop
 from agi.frontends.batch.shared import Budget, Outcome, Progress, Writer
+from agi.options.config import config_path, load_file, resolve_model
 from agi.options.settings import Settings
+from agi.options.values import env_layer, file_layer, overlay, resolve
 from agi.policy.environment import withhold
 from agi.policy.redaction import usable
 from agi.process import arm_alarm, hide_keys
@@ -92,30 +100,57 @@ def prepare(plan: Plan, jobs: list[BatchJob], budget: Budget) -> list[str]:
     base = plan.base.model
     Meter(plan.base.prices, budget.limit).require(base.label, base.model)  # the flags' model
     for job in jobs:
-        try:
-            settings = plan.settings(job)
-            Meter(settings.prices, budget.limit or settings.max_cost).require(
-                settings.model.label, settings.model.model
-            )
-        except Unconfigured:
-            continue  # that job's line says so, with exit 2; the others run
-        except UsageError as e:
-            if job.source in str(e):
-                raise
-            raise UsageError(f"{job.source}: {e}") from None
-        keys.add(settings.model.api_key)
+        keys.add(check_job(plan, job, budget))
     return usable([k for k in keys if k])
 
 
-def read_input(name: str, base: Any) -> list[BatchJob]:
-    """The jobs, read within --timeout (a pipe that never ends is no batch) and the bounds of
-    `stdin_limit` (docs: batch)."""
+def check_job(plan: Plan, job: BatchJob, budget: Budget) -> str | None:
+    """The job's settings loaded and checked (a UsageError naming its line); its API key."""
+    try:
+        settings = plan.settings(job)
+        Meter(settings.prices, budget.limit or settings.max_cost).require(
+            settings.model.label, settings.model.model
+        )
+    except Unconfigured:
+        return None  # that job's line says so, with exit 2; the others run
+    except UsageError as e:
+        if job.source in str(e):
+            raise
+        raise UsageError(f"{job.source}: {e}") from None
+    return settings.model.api_key
+
+
+def operator_keys(plan: Plan) -> list[str]:
+    """The key of every provider the operator configured: what a job's `model` may use, known
+    before the input is read, so that every job's children have all of them withheld."""
+    keys: set[str | None] = {plan.base.model.api_key}
+    path = config_path()
+    layers = [file_layer(load_file(path), path), env_layer(), plan.layer]
+    for provider in sorted(plan.configured):
+        try:
+            given = overlay("batch", model=f"{provider}:any")
+            keys.add(resolve_model(resolve([*layers, given]), path).api_key)
+        except AgiError:
+            continue
+    return usable([k for k in keys if k])
+
+
+def read_input(
+    name: str, base: Any, check: Callable[[BatchJob], object] | None = None
+) -> list[BatchJob]:
+    """The jobs, read whole within --timeout and the bounds of `stdin_limit` (docs: batch);
+    with `check`, each job is checked and none kept (a regular file's first reading)."""
     import time
 
     if base.timeout:
         arm_alarm(time.monotonic(), base.timeout)
     try:
-        return read_jobs(open_input(name, base.stdin_limit))
+        if check is None:
+            return read_jobs(open_input(name, base.stdin_limit))
+        waiting = Waiting(lambda: True, base.timeout)
+        for job in iter_jobs(open_input(name, base.stdin_limit, waiting)):
+            check(job)
+        return []
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
@@ -126,36 +161,52 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     check_args(args)
     shard = parse_shard(args.shard)
     base = Settings.load(layer)
-    jobs = in_shard(read_input(args.batch, base), shard)
+    if getattr(args, "batch_api", None):  # the provider's batches (docs: batch): read whole
+        return provider(args, layer, base, in_shard(read_input(args.batch, base), shard))
     for warning in base.warnings:
         sys.stderr.write(f"agi: {warning}\n")
     plan, budget = Plan(base, layer), Budget(base.max_cost)
-    secrets = prepare(plan, jobs, budget)
+    Meter(base.prices, budget.limit).require(base.model.label, base.model.model)
+    secrets = operator_keys(plan)
     for key in secrets:  # every job's children: no job's tools see another job's key
         withhold(key)
-    hide_keys(base.model.api_key)  # the tools' environment, as for one run
+    hide_keys(base.model.api_key, keep=True)  # the tools' environment, as for one run
     out = Path(args.batch_out).expanduser() if args.batch_out else None
-    made = out is not None and not out.exists()
     if out is not None:
         lock_out(out)  # held until the process ends: no second batch runs these jobs
-    if getattr(args, "batch_api", None):  # the provider's batches (docs: batch)
-        tty = sys.stderr.isatty() and not base.quiet
-        try:
-            return provider_batch.batch(args, plan, jobs, out, secrets, tty)
-        except UsageError:  # refused before anything was sent: no file of this batch's
-            if made and out is not None and out.stat().st_size == 0:
-                out.unlink(missing_ok=True)
-            raise
     done = done_keys(out) if out is not None else set()
-    todo = [job for job in jobs if job.key not in done]
+    known = regular(args.batch)
+    total = 0
+    if known:  # checked whole first: a bad line anywhere runs nothing
+
+        def check(job: BatchJob) -> None:
+            nonlocal total
+            check_job(plan, job, budget)
+            total += mine(job, shard) and job.key not in done
+
+        read_input(args.batch, base, check)
     writer = Writer(out, secrets)
     tally = Tally()
     tty = sys.stderr.isatty()
     shown = (tty or base.verbose) and not base.quiet  # -v: progress where stderr is no terminal
-    progress = Progress(len(todo), budget, enabled=shown, redraw=tty)
+    progress = Progress(total, budget, enabled=shown, redraw=tty)
     pool = ClientPool()  # the workers' HTTP clients and one backoff per endpoint
     runs = LocalRuns(plan, budget, args.jobs or 4, progress, pool)
     stop = Stop()
+
+    def admit(job: BatchJob) -> None:
+        key = check_job(plan, job, budget)
+        if key and key not in secrets and usable([key]):  # a key found only now
+            withhold(key)
+            secrets.append(key)
+
+    def counted(taken: int, reading: bool) -> None:
+        if not known:  # a pipe: the jobs so far, while it goes on
+            progress.total, progress.reading = taken, reading
+
+    waiting = Waiting(stop.starting.is_set, base.timeout)
+    lines = open_input(args.batch, base.stdin_limit, waiting)
+    feed = Feed(iter_jobs(lines), shard, done, admit, counted)
 
     def report(outcome: Outcome) -> None:
         writer.write(outcome)
@@ -168,7 +219,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     try:
         with signals(stop, [runs]):
             progress.start()
-            run_all([runs], plan, todo, report, stop)
+            runs.run(feed, report, stop)
     finally:
         progress.stop(eta=stop.signum is None)  # interrupted: no time left to promise
         if stop.hard.is_set():
@@ -179,7 +230,33 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     if writer.failed is not None and stop.signum is None:
         sys.stderr.write(f"agi: {writer.failed}; a rerun runs the jobs it does not hold\n")
         return 1
-    return ending(stop, tally, len(todo), budget, out is not None)
+    if feed.error is not None and stop.signum is None:  # a bad line, a wait past --timeout
+        written = f" ({tally.done} jobs before it written)" if tally.done else ""
+        sys.stderr.write(f"agi: {feed.error}{written}\n")
+        return feed.error.exit_code
+    return ending(stop, tally, feed.taken, budget, out is not None)
+
+
+def provider(args: argparse.Namespace, layer: Layer, base: Settings, jobs: list[BatchJob]) -> int:
+    """`--batch-api`: the jobs, read and checked whole, to the provider's batches."""
+    for warning in base.warnings:
+        sys.stderr.write(f"agi: {warning}\n")
+    plan, budget = Plan(base, layer), Budget(base.max_cost)
+    secrets = prepare(plan, jobs, budget)
+    for key in secrets:  # every job's children: no job's tools see another job's key
+        withhold(key)
+    hide_keys(base.model.api_key)  # the tools' environment, as for one run
+    out = Path(args.batch_out).expanduser() if args.batch_out else None
+    made = out is not None and not out.exists()
+    if out is not None:
+        lock_out(out)  # held until the process ends: no second batch runs these jobs
+    tty = sys.stderr.isatty() and not base.quiet
+    try:
+        return provider_batch.batch(args, plan, jobs, out, secrets, tty)
+    except UsageError:  # refused before anything was sent: no file of this batch's
+        if made and out is not None and out.stat().st_size == 0:
+            out.unlink(missing_ok=True)
+        raise
 
 
 def ending(stop: Stop, tally: Tally, total: int, budget: Budget, resumable: bool) -> int:

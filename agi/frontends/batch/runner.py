@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections import deque
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -22,7 +22,7 @@ from agi import engine
 from agi.engine.result import RunResult
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError
-from agi.frontends.batch.jobs import BatchJob
+from agi.frontends.batch.jobs import BatchJob, mine
 from agi.frontends.batch.shared import Budget, BudgetSpent, Outcome
 from agi.frontends.views.terminal import Silent
 from agi.options.settings import Settings
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agi.options.values import Layer
 
 PER_JOB = ("timeout", "max_steps", "max_cost")  # the job's own layer, over its settings
+KEPT_SETTINGS = 64  # different sets of job fields whose settings are kept loaded
 
 
 class Plan:
@@ -43,7 +44,7 @@ class Plan:
     def __init__(self, base: Settings, layer: Layer):
         self.base, self.layer = base, layer
         self.configured = configured_providers(layer)  # the providers a job's model may use
-        self._loaded: dict[str, Settings] = {}
+        self._loaded: OrderedDict[str, Settings] = OrderedDict()  # the latest KEPT_SETTINGS
         self._lock = threading.Lock()
 
     def settings(self, job: BatchJob) -> Settings:
@@ -56,8 +57,14 @@ class Plan:
         key = json.dumps(given, sort_keys=True)
         with self._lock:
             settings = self._loaded.get(key)
-            if settings is None:
-                settings = self._loaded[key] = self._load(job, given)
+            if settings is not None:
+                self._loaded.move_to_end(key)
+                return settings
+        settings = self._load(job, given)
+        with self._lock:
+            self._loaded[key] = settings
+            while len(self._loaded) > KEPT_SETTINGS:
+                self._loaded.popitem(last=False)
         return settings
 
     def limits(self, job: BatchJob) -> Layer:
@@ -96,6 +103,65 @@ class Stop:
         self.starting.set()
         self.hard = threading.Event()
         self.signum: int | None = None
+
+
+class Feed:
+    """The jobs to run, taken one at a time by the workers as the input is read (docs: batch):
+    the jobs of this shard that `done` (the `--batch-out` file) does not hold, each `admit`ted
+    (its settings checked) as it is taken. A bad line or a read that waits too long ends the
+    feed: `error` holds it, and no job is taken after it."""
+
+    def __init__(
+        self,
+        jobs: Iterator[BatchJob],
+        shard: tuple[int, int] | None = None,
+        done: set[str] | frozenset[str] = frozenset(),
+        admit: Callable[[BatchJob], None] | None = None,
+        counted: Callable[[int, bool], None] | None = None,
+    ):
+        self.jobs, self.shard, self.done, self.admit = jobs, shard, done, admit
+        self.counted = counted  # told (jobs taken, whether the input goes on) as it changes
+        self.taken = 0
+        self.ended = False
+        self.error: AgiError | None = None
+        self.lock = threading.Lock()
+
+    def take(self) -> BatchJob | None:
+        with self.lock:
+            while not self.ended:
+                try:
+                    job = next(self.jobs, None)
+                    if job is None:
+                        self.ended = True
+                        break
+                    if not mine(job, self.shard) or job.key in self.done:
+                        continue
+                    if self.admit is not None:
+                        self.admit(job)
+                except AgiError as e:
+                    self.error, self.ended = e, True
+                    break
+                self.taken += 1
+                if self.counted is not None:
+                    self.counted(self.taken, True)
+                return job
+            if self.counted is not None:
+                self.counted(self.taken, False)
+            return None
+
+
+class Listed(Feed):
+    """Jobs given as a list (a backend's share of them)."""
+
+    def __init__(self, jobs: list[BatchJob]):
+        super().__init__(iter(()))
+        self.queue = deque(jobs)
+
+    def take(self) -> BatchJob | None:
+        try:
+            return self.queue.popleft()
+        except IndexError:
+            return None
 
 
 class Backend(Protocol):
@@ -180,13 +246,17 @@ class LocalRuns:
     def accepts(self, job: BatchJob, settings: Settings) -> bool:
         return True
 
-    def run(self, jobs: list[BatchJob], report: Callable[[Outcome], None], stop: Stop) -> None:
-        """Run the jobs on worker threads and wait for them (the caller's thread stays free for
-        signals: it only joins, a short while at a time)."""
-        queue = deque(jobs)
+    def run(
+        self, jobs: list[BatchJob] | Feed, report: Callable[[Outcome], None], stop: Stop
+    ) -> None:
+        """Run the jobs (a list, or a Feed read as the workers take them) on worker threads and
+        wait for them (the caller's thread stays free for signals: it only joins, a short while
+        at a time)."""
+        feed = jobs if isinstance(jobs, Feed) else Listed(jobs)
+        count = self.workers if isinstance(jobs, Feed) else min(self.workers, len(jobs))
         threads = [
-            threading.Thread(target=self._work, args=(queue, report, stop), name=f"agi-job-{i}")
-            for i in range(min(self.workers, len(jobs)))
+            threading.Thread(target=self._work, args=(feed, report, stop), name=f"agi-job-{i}")
+            for i in range(count)
         ]
         for thread in threads:
             thread.start()
@@ -201,11 +271,10 @@ class LocalRuns:
         for run in runs:
             run.cancel()
 
-    def _work(self, queue: deque[BatchJob], report: Callable[[Outcome], None], stop: Stop) -> None:
+    def _work(self, feed: Feed, report: Callable[[Outcome], None], stop: Stop) -> None:
         while stop.starting.is_set():
-            try:
-                job = queue.popleft()
-            except IndexError:
+            job = feed.take()
+            if job is None:
                 return
             spent = self.budget.reached()
             self.progress.began()

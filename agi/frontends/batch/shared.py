@@ -147,6 +147,7 @@ class Progress:
     def __init__(self, total: int, budget: Budget, enabled: bool, redraw: bool = True):
         self.total, self.budget, self.enabled, self.redraw = total, budget, enabled, redraw
         self.written = ""  # the last plain line written (redraw=False)
+        self.reading = False  # the input is still being read: the total so far, no ETA
         self.done = self.failed = self.running = 0
         self.started = time.monotonic()
         self._lock = threading.Lock()
@@ -176,10 +177,11 @@ class Progress:
         elapsed = max(1e-6, time.monotonic() - self.started)
         rate = done / elapsed
         spent = self.budget.spent
-        parts = [f"{done}/{self.total} done", f"{failed} failed", f"{running} running"]
+        total = f"{self.total}+" if self.reading else str(self.total)
+        parts = [f"{done}/{total} done", f"{failed} failed", f"{running} running"]
         parts.append("cost unknown" if spent is None else money(spent))
         parts.append(f"{rate:.1f} jobs/s")
-        if eta and rate > 0 and done < self.total:
+        if eta and rate > 0 and done < self.total and not self.reading:
             parts.append(f"ETA {clock((self.total - done) / rate)}")
         return "agi batch: " + ", ".join(parts)
 

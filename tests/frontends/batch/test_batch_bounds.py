@@ -1,13 +1,16 @@
 """`agi --batch` reads its input within bounds (docs: batch): a line over `stdin_limit`, an
-input of more lines than a batch holds, or one that never ends (--timeout) is one `agi:` line
-naming it, in little memory (the child runs under an address-space limit); JSON nested too
-deep is a bad line, not a traceback; two batches on one `--batch-out` file never both run (the
-file is locked: the second says so, exit 2). The real executable and the scripted model."""
+input that waits past --timeout is one `agi:` line naming it, in little memory; an input of
+any length streams (jobs start as their lines come, in bounded memory; the child runs under an
+address-space limit); JSON nested too deep is a bad line, not a traceback; two batches on one
+`--batch-out` file never both run (the file is locked: the second says so, exit 2). The real
+executable and the scripted model."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -61,14 +64,85 @@ def test_the_line_bound_is_stdin_limit(env, tmp_path):
     one_line(batch(env, tmp_path, str(jobs)), 2, "batch line 2", "longer than 1000 bytes")
 
 
-def test_an_input_that_never_ends_stops_at_the_bound(env, tmp_path):
-    yes = subprocess.Popen(["yes", '{"prompt": "x"}'], stdout=subprocess.PIPE)
-    try:
-        result = batch(env, tmp_path, "-", stdin=yes.stdout)
-    finally:
-        yes.kill()
-        yes.wait()
-    one_line(result, 2, "stdin", "lines")
+def test_an_input_past_the_old_line_bound_streams_in_bounded_memory(env, tmp_path):
+    """150,000 lines of 1 kB each through a pipe (past the 100,000 lines and the 10 MB x 10 an
+    input once had to fit in): read as it comes, in bounded memory; this shard's one job runs."""
+    import threading
+
+    line = ('{"prompt": "' + "x" * 1000 + '"}\n').encode()
+    with FakeModel(text("ran")) as server:
+        proc = subprocess.Popen(
+            [AGI, "--batch", "-", "--shard", "0/1000000000"],
+            env=model_env(env, server.url),
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=small,
+        )
+        assert proc.stdin is not None
+
+        def feed() -> None:
+            try:
+                for _ in range(150):
+                    proc.stdin.write(line * 1000)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait(GUARD)
+        writer.join(GUARD)
+    assert proc.returncode == 0, err.decode()
+    assert [json.loads(x)["answer"] for x in out.decode().splitlines()] == ["ran"]
+    assert len(server.requests) == 1
+
+
+def test_jobs_start_before_the_input_ends_and_a_bad_line_ends_the_batch(env, tmp_path):
+    """A pipe held open: each job runs as its line comes; a bad line later is exit 2 naming it,
+    with the lines of the jobs before it written."""
+    with FakeModel(text("one"), text("two")) as server:
+        proc = subprocess.Popen(
+            [AGI, "--batch", "-"],
+            env=model_env(env, server.url),
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        answers = []
+        for prompt in ("first", "second"):
+            proc.stdin.write(json.dumps({"id": prompt, "prompt": prompt}) + "\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], GUARD)  # a hang guard
+            assert ready, "no result line before the input ended"
+            answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.write('{"id": "first", "prompt": "again"}\n')
+        proc.stdin.flush()
+        proc.stdin.close()
+        assert proc.stderr is not None
+        rest, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait(GUARD)
+    assert [(a["id"], a["answer"]) for a in answers] == [("first", "one"), ("second", "two")]
+    assert rest == ""
+    assert proc.returncode == 2, err
+    assert err.startswith('agi: batch line 3: id "first" is already used on line 1'), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_ids_are_checked_across_a_streamed_input(env, tmp_path):
+    """An id given on a later line equal to an earlier line's number (its id) is refused."""
+    jobs = '{"prompt": "a"}\n\n{"prompt": "b"}\n{"id": 3, "prompt": "c"}\n'
+    proc = subprocess.run(
+        [AGI, "--batch", "-"], env=model_env(env), cwd=tmp_path, input=jobs, text=True,
+        capture_output=True, timeout=GUARD,
+    )  # fmt: skip
+    one_line(proc, 2, "batch line 4", "id 3 is already used on line 3")
 
 
 def test_an_input_that_waits_ends_at_the_timeout(env, tmp_path):
