@@ -94,6 +94,9 @@ class NoGuard:
     def update(self, entries: list[dict[str, Any]], source: str) -> list[str]:
         return []
 
+    def hiding(self, cwd: str) -> Callable[[str], bool] | None:
+        return None  # no rule keeps a file from Glob or Grep
+
 
 class NoCompaction:
     """A bare agent's window is not watched: requests go as they are, refusals stand."""

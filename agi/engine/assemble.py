@@ -106,6 +106,9 @@ def assemble(
         env=ctx.env,
         protected=protected,
         unreadable=unreadable,
+        reader=PageReader(settings, session, ctx),
+        web_allow_private=settings.web_allow_private,
+        webfetch_raw=settings.webfetch_raw,
     )
     guard = make_guard(settings, session, ctx, lifecycle, tools)
     if ctx.depth == 0 and ctx.checkpoints is None and not settings.ephemeral:
@@ -215,6 +218,32 @@ class HookJudge:
             if self.ctx.deadline is not None and self.ctx.deadline <= limit:
                 raise  # the run's own --timeout
             raise TimeoutError(f"the prompt hook took over {timeout:g} s") from None
+        finally:
+            transport.close()
+            if transport in self.ctx.transports:
+                self.ctx.transports.remove(transport)
+
+
+class PageReader:
+    """What WebFetch asks about a page: one request without tools to the run's model, with
+    the page and the prompt (as Claude Code asks its small model), counted in usage and
+    under --max-cost."""
+
+    def __init__(self, settings: Settings, session: Session, ctx: Context):
+        self.settings, self.session, self.ctx = settings, session, ctx
+
+    def __call__(self, page: str, prompt: str) -> str:
+        # lazy: only a run that fetches a page loads them
+        from agi.structured.schema import ask_once
+        from agi.tools.webfetch import READER_PROMPT
+
+        transport = make_transport(self.settings, self.session, self.ctx)
+        try:
+            text = READER_PROMPT.format(page=page, prompt=prompt)
+            reply = drain(ask_once(transport, [{"role": "user", "content": text}], {}))
+            return str(reply.text)
+        except ProviderError as e:
+            raise ToolError(f"the request about the page failed: {e}") from e
         finally:
             transport.close()
             if transport in self.ctx.transports:
@@ -332,7 +361,10 @@ def choose(settings: Settings, ctx: Context, session: Session) -> list[Tool]:
     if _offers_task(settings) and ctx.depth < MAX_DEPTH:
         available.append(Task(settings.agents, Spawner(settings, ctx, session)))
     allow, exclude = settings.tools.allow, set(settings.tools.exclude)
-    chosen = available if allow is None else [t for t in available if t.name in allow]
+    if allow is None:  # Glob, Grep, BashOutput, KillShell, WebFetch: only when named
+        chosen = [t for t in available if not getattr(t, "opt_in", False)]
+    else:
+        chosen = [t for t in available if t.name in allow]
     return [t for t in chosen if t.name not in exclude]
 
 

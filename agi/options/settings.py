@@ -111,6 +111,8 @@ class Settings:
     plugins: list[Plugin] = field(default_factory=list)  # --plugin-dir, for listings
     layers: tuple[Layer, ...] = field(default=(), compare=False, repr=False)  # the sources
     checkpoints: bool = True  # --no-checkpoints, checkpoints = false
+    web_allow_private: bool = False  # WebFetch may fetch private addresses (docs: tools)
+    webfetch_raw: bool = False  # WebFetch returns the page instead of an answer about it
     stdin_limit: int | None = None  # bytes of stdin a run reads at most (None: the default)
     ephemeral: bool = False  # --ephemeral: the run writes nothing of its own (docs: volume)
     keep_sessions: float | None = None  # seconds: prune older sessions when a run ends
@@ -201,6 +203,8 @@ class Settings:
             prices=o.prices or {},
             window=_window(r),
             checkpoints=o.checkpoints is not False,
+            web_allow_private=bool(o.web_allow_private),
+            webfetch_raw=bool(o.webfetch_raw),
             stdin_limit=o.stdin_limit,
             ephemeral=bool(o.ephemeral),
             keep_sessions=_keep(o.keep_sessions, r.where("keep_sessions")),

@@ -288,6 +288,12 @@ OPTIONS: tuple[Option, ...] = (
         "list", metavar="FILE", type="list[str]", check=c.NAMES,
         doc="MCP servers in Claude Code's `mcpServers` format; their tools are "
         "`mcp__SERVER__TOOL`" + _REPEAT),
+    Opt("web_allow_private", "WebFetch may fetch loopback, link-local and private addresses",
+        "tools", type="bool", check=c.BOOL, default=False,
+        doc="let WebFetch fetch loopback, link-local and private addresses (refused by default)"),
+    Opt("webfetch_raw", "WebFetch returns the page as Markdown, with no request about it",
+        "tools", type="bool", check=c.BOOL, default=False,
+        doc="WebFetch returns the page as Markdown instead of the model's answer to its prompt"),
     Opt("no_tools", "offer no tools", "tools", ("--no-tools",), "switch", type="bool",
         check=c.BOOL, field="tools"),
     Opt("no_bash", "no Bash, nor any other built-in tool: only your own tools, skills and MCP "

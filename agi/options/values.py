@@ -96,6 +96,8 @@ class Options:
     context_window: int | None = None
     models: dict[str, Any] | None = None
     checkpoints: bool | None = None
+    web_allow_private: bool | None = None  # WebFetch (docs: tools)
+    webfetch_raw: bool | None = None
     ephemeral: bool | None = None
     keep_sessions: str | None = None  # an age: prune when a run ends (docs: volume)
     prompt_cache_key: bool | None = None

@@ -33,6 +33,7 @@ from agi.policy.permissions import (
     bash_writes,
     decide,
     parse_rule,
+    path_matches,
     terminal_lines,
 )
 
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
     from agi.engine.seams import Ask, HookEvents, Tool
     from agi.policy.permissions import Decision
 
-READ_ONLY = frozenset({"Read", "TempDir", "calculate", "Skill", "Task"})  # they change nothing
+READ_ONLY = frozenset(  # they change nothing
+    {"Read", "TempDir", "calculate", "Skill", "Task", "Glob", "Grep", "BashOutput"}
+)
 EDITS = frozenset({"Write", "Edit"})
 PROTECTED = frozenset({".git", ".claude", ".vscode", ".idea", ".husky"})  # acceptEdits asks
 # commands whose second word names what they do: `git commit`, `npm run`, `docker build`
@@ -179,6 +182,20 @@ class Guard:
     def offers(self, name: str) -> bool:
         """Whether the tool is offered to the model in the current mode."""
         return self.mode != "plan" or not self.changes(name)
+
+    def hiding(self, cwd: str) -> Callable[[str], bool] | None:
+        """Which files Glob and Grep leave out: those a `Read` deny or ask rule covers."""
+        with self._lock:
+            rules = [*self.learned, *self.permissions.rules, *self.extra]
+        covering = [r for r in rules if r.tool == "Read" and r.kind != "allow" and r.specifier]
+        if not covering:
+            return None
+        # a search cannot ask about each file: what a deny or ask rule covers is left out
+
+        def hidden(path: str) -> bool:
+            return any(path_matches(r, path, cwd) for r in covering)
+
+        return hidden
 
     def check(
         self,

@@ -21,16 +21,23 @@ from typing import Any
 from agi.errors import UsageError
 from agi.policy.bash.opaque import vouches
 from agi.policy.bash.parse import Part, split
+from agi.policy.web_rules import domain_matches
 from agi.tools.line_edit import MARK, LineEditor
 
 KINDS = ("deny", "ask", "allow")  # the order rules are judged in
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")  # agi.policy.guard
 COMMAND_LINE = "command line"
 RULE = re.compile(r"^\s*([A-Za-z0-9_*.-]+)\s*(?:\((.*)\))?\s*$", re.S)
-PATH_TOOLS = {"Read": {"Read"}, "Edit": {"Edit", "Write"}, "Write": {"Edit", "Write"}}
+PATH_TOOLS = {
+    "Read": {"Read", "Glob", "Grep"},
+    "Edit": {"Edit", "Write"},
+    "Write": {"Edit", "Write"},
+}
+SEARCHES = frozenset({"Glob", "Grep"})  # judged by the directory (or file) they search
+PROBE = "\x01"  # a name in a searched directory: a rule covering it covers the directory
 NAMED_INPUT = {"Task": "subagent_type", "Skill": "skill", "SlashCommand": "command"}
 OLD_SLASH = re.compile(r"^\s*SlashCommand:(/\S.*?)\s*$", re.S)  # `SlashCommand:/commit`
-PLAIN = frozenset({"Terminal", "TempDir", "calculate"})  # agi's tools without specifiers
+PLAIN = frozenset({"Terminal", "TempDir", "calculate", "BashOutput", "KillShell"})  # no specifiers
 
 
 @dataclass(frozen=True)
@@ -251,12 +258,30 @@ def rule_matches(rule: Rule, call: Call, strict: bool) -> bool:
         return True
     if call.name == "Bash":
         return call.part is not None and text_matches(rule.specifier, call.part.forms(strict))
+    if rule.tool in PATH_TOOLS and call.name in SEARCHES:
+        return search_matches(rule, call.input.get("path"), call.cwd)
     if rule.tool in PATH_TOOLS and call.name in PATH_TOOLS:
         path = call.input.get("file_path")
         return isinstance(path, str) and bool(path) and path_matches(rule, path, call.cwd)
+    if call.name == "WebFetch" and rule.tool == "WebFetch":
+        return domain_matches(rule.specifier, call.input.get("url"))
     if call.name in NAMED_INPUT and rule.tool == call.name:
         return text_matches(rule.specifier, call.names)
     return False
+
+
+def search_matches(rule: Rule, path: Any, cwd: str) -> bool:
+    """A Glob's or Grep's root (its `path`, else the working directory) against a Read rule:
+    the rule matches the root, or everything in it when the root is a directory (a rule on
+    a directory covers a search rooted in it; files a deny rule covers deeper down are left
+    out of the results instead: hides)."""
+    root = path if isinstance(path, str) and path else "."
+    if "\0" in root:
+        return False
+    full = os.path.join(cwd, os.path.expanduser(root))
+    if path_matches(rule, root, cwd):
+        return True
+    return os.path.isdir(full) and path_matches(rule, os.path.join(root, PROBE), cwd)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agi.engine.absent import NO_CHECKPOINTS, NO_GUARD, NO_HOOKS
@@ -40,10 +40,19 @@ def _with_notes(text: str, notes: list[str]) -> str:
 
 
 def builtin_tools() -> list[Tool]:
-    # lazy: agi.tools.terminal imports this module
+    """Every built-in tool, new (Glob, Grep, BashOutput, KillShell and WebFetch are offered
+    only when named: agi.engine.assemble.choose)."""
+    # lazy: agi.tools.terminal imports this module; the others import agi.tools.shell
+    from agi.tools.background import BashOutput, Jobs, KillShell
+    from agi.tools.search import Glob, Grep
     from agi.tools.terminal import Terminal
+    from agi.tools.webfetch import WebFetch
 
-    return [Bash(), Read(), Write(), Edit(), TempDir(), Terminal(), Calculate()]
+    bash = Bash()
+    jobs = Jobs(bash.processes)  # its background commands, ended with it
+    bash.background = jobs.launch
+    tools: list[Tool] = [bash, Read(), Write(), Edit(), TempDir(), Terminal(), Calculate()]
+    return [*tools, Glob(), Grep(), BashOutput(jobs), KillShell(jobs), WebFetch()]
 
 
 @dataclass
@@ -111,7 +120,11 @@ class Toolbox:
         mode = self.guard.mode
         if self._specs is None or self._specs_mode != mode:  # plan mode offers fewer tools
             tools = [t for t in self.tools.values() if self.guard.offers(t.name)]
-            self._specs, self._specs_mode = [spec(t) for t in tools], mode
+            names = {t.name for t in tools}
+            self._specs = [
+                t.spec_among(names) if hasattr(t, "spec_among") else spec(t) for t in tools
+            ]
+            self._specs_mode = mode
         return self._specs
 
     def run_one(self, call: ToolCall) -> Result:
@@ -147,13 +160,28 @@ class Toolbox:
         if refusal is not None:
             return Result(call, _with_notes(refusal, notes), True, time.monotonic() - started)
         self.checkpoints.before_tool(call.name, input, self.ctx.cwd)  # before the first change
-        text, is_error, response = self._execute(tool, input)
+        text, is_error, response = self._execute(tool, input, self._context(call, tool))
         notes += self.hooks.after_tool(call, input, text, is_error, response)
         return Result(call, _with_notes(text, notes), is_error, time.monotonic() - started)
 
-    def _execute(self, tool: Tool, input: dict[str, Any]) -> tuple[str, bool, Any]:
+    def _context(self, call: ToolCall, tool: Tool) -> ToolContext:
+        """The context of one call: for the tools that ask, which files the rules hide from a
+        search, the judge of the calls it makes itself (a redirect), the names offered."""
+        if not getattr(tool, "per_call", False):
+            return self.ctx
+        cwd, guard = self.ctx.cwd, self.guard
+
+        def judge(name: str, input: dict[str, Any]) -> str | None:
+            return guard.check(call.id, name, input, cwd, tool=tool)
+
+        offered = frozenset(n for n in self.tools if guard.offers(n))
+        return replace(self.ctx, hides=guard.hiding(cwd), judge=judge, offered=offered)
+
+    def _execute(
+        self, tool: Tool, input: dict[str, Any], ctx: ToolContext
+    ) -> tuple[str, bool, Any]:
         try:
-            output = tool.run(input, self.ctx)
+            output = tool.run(input, ctx)
             return str(output), getattr(output, "error", False), getattr(output, "response", None)
         except ToolError as e:
             return f"Error: {e}", True, None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +50,24 @@ class ToolContext:
     # agi's checkpoint records); and the files Read refuses too (the records' key)
     protected: tuple[str, ...] = ()
     unreadable: tuple[str, ...] = ()
+    # set for each call by the toolbox: whether the permission rules keep a file from the file
+    # tools (Glob and Grep leave it out), the judge of a call a tool makes on its own behalf
+    # (WebFetch's redirects: a denial text or None) and the names the toolbox offers
+    hides: Callable[[str], bool] | None = None
+    judge: Callable[[str, dict[str, Any]], str | None] | None = None
+    offered: frozenset[str] = frozenset()
+    # WebFetch: the model's answer to a prompt about a page (a separate small request), and
+    # the config keys web_allow_private and webfetch_raw
+    reader: Callable[[str, str], str] | None = None
+    web_allow_private: bool = False
+    webfetch_raw: bool = False
+
+    def hidden(self, path: str) -> bool:
+        """Whether a search must leave the file out: the checkpoint records' key, or a file
+        a `Read` deny or ask rule covers."""
+        if self.unreadable and os.path.realpath(path) in self.unreadable:
+            return True
+        return self.hides is not None and self.hides(path)
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())

@@ -16,12 +16,18 @@ from agi.tools.protocol import ToolContext, ToolText, require
 from agi.tools.strays import MARK, end_marked, marking, new_token
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agi.policy.sandbox import Policy
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 OUTPUT_LIMIT = 30_000  # characters kept: half from the start, half from the end
 DRAIN_SECONDS = 0.2  # after exit, how long to wait for background children still holding the pipe
+BACKGROUND = {
+    "type": "boolean",
+    "description": "Run the command in the background; read its output with BashOutput",
+}
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -68,6 +74,11 @@ class Processes:
         with self.lock:
             self.running.add(proc)
             # forget groups that are gone, so close() never signals a group id reused since
+            self.groups = {pgid for pgid in self.groups if _group_exists(pgid)} | {proc.pid}
+
+    def adopt(self, proc: subprocess.Popen[bytes]) -> None:
+        """A background command's group: ended by close(), not by interrupt()."""
+        with self.lock:
             self.groups = {pgid for pgid in self.groups if _group_exists(pgid)} | {proc.pid}
 
     def ended(self, proc: subprocess.Popen[bytes]) -> None:
@@ -163,8 +174,24 @@ class Bash:
         "required": ["command"],
     }
 
+    per_call = True  # the toolbox says which tools it offers (BashOutput: run_in_background)
+
     def __init__(self) -> None:
         self.processes = Processes()
+        # starts a background command, says its id (agi.tools.background; builtin_tools)
+        self.background: Callable[[str, ToolContext], str] | None = None
+
+    def spec_among(self, offered: set[str]) -> dict[str, Any]:
+        """The `tools` entry: with `run_in_background` when BashOutput is offered beside it."""
+        parameters = self.parameters
+        if "BashOutput" in offered:
+            properties = {**parameters["properties"], "run_in_background": BACKGROUND}
+            parameters = {**parameters, "properties": properties}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description,
+                         "parameters": parameters},
+        }  # fmt: skip
 
     def interrupt(self) -> None:
         self.processes.interrupt()
@@ -174,6 +201,15 @@ class Bash:
 
     def run(self, input: dict[str, Any], ctx: ToolContext) -> str:
         command = require(input, "command")
+        background = input.get("run_in_background")
+        if background not in (None, False, True):
+            raise ToolError("'run_in_background' must be true or false")
+        if background:
+            if "BashOutput" not in ctx.offered or self.background is None:
+                raise ToolError(
+                    "run_in_background needs the BashOutput tool, which this run does not offer"
+                )
+            return self.background(command, ctx)
         timeout_ms = input.get("timeout")
         if timeout_ms is None or timeout_ms == 0 and not isinstance(timeout_ms, bool):
             timeout_ms = DEFAULT_TIMEOUT_MS  # 0: not given

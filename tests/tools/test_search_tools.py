@@ -1,0 +1,207 @@
+"""Glob and Grep through the real `agi` against the scripted model: offered only when named,
+.gitignore-aware, the same results with ripgrep and without it, hidden by Read rules, seen
+by hooks, bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fakeserver import FakeModel, call, text
+
+HAS_RG = shutil.which("rg") is not None
+BACKENDS = [
+    pytest.param({"AGI_RG": ""}, id="python"),
+    pytest.param(
+        {}, id="ripgrep", marks=pytest.mark.skipif(not HAS_RG, reason="ripgrep not installed")
+    ),
+]
+
+
+def tree(root: Path) -> Path:
+    """A small project: a .gitignore, an ignored build directory, a log, a secret."""
+    (root / "src" / "build").mkdir(parents=True)
+    (root / "secrets").mkdir()
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    (root / "src" / "app.py").write_text("import os\nneedle = 1\nprint(needle)\n")
+    (root / "src" / "util.py").write_text("def helper():\n    return 'no match'\n")
+    (root / "src" / "build" / "gen.py").write_text("needle = 'generated'\n")
+    (root / "notes.md").write_text("# Notes\nthe Needle in\nthe haystack\n")
+    (root / "run.log").write_text("needle in a log\n")
+    (root / "secrets" / "key.txt").write_text("needle secret\n")
+    (root / ".env").write_text("TOKEN=needle\n")
+    return root
+
+
+def tool_texts(server: FakeModel) -> list[str]:
+    last = server.requests[-1]["messages"]
+    return [m["content"] for m in last if m["role"] == "tool"]
+
+
+def offered(request: dict) -> dict[str, dict]:
+    return {t["function"]["name"]: t["function"] for t in request.get("tools", [])}
+
+
+SEARCHES = [
+    ("Glob", {"pattern": "**/*.py"}),
+    ("Glob", {"pattern": "*.md"}),
+    ("Grep", {"pattern": "needle"}),
+    ("Grep", {"pattern": "needle", "-i": True, "output_mode": "content", "-C": 1}),
+    ("Grep", {"pattern": "needle", "output_mode": "count", "-i": True}),
+    ("Grep", {"pattern": "needle", "path": "src", "glob": "*.py", "output_mode": "content"}),
+    ("Grep", {"pattern": "import os\nneedle", "multiline": True, "output_mode": "content"}),
+    ("Grep", {"pattern": "needle", "type": "md", "-i": True, "output_mode": "files_with_matches"}),
+    ("Grep", {"pattern": "(unclosed"}),
+]
+
+
+def run_searches(agi, cwd: Path, extra_env: dict[str, str], *flags: str) -> list[str]:
+    steps = [call(name, **args) for name, args in SEARCHES]
+    with FakeModel(*steps, text("done")) as server:
+        r = agi("--tools", "Glob,Grep", *flags, "go", server=server, cwd=cwd, extra_env=extra_env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "done\n"
+    return tool_texts(server)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_glob_and_grep_skip_ignored_files_and_show_claude_code_s_shapes(agi, tmp_path, backend):
+    cwd = tree(tmp_path / "project")
+    got = run_searches(agi, cwd, backend)
+    assert sorted(got[0].splitlines()) == ["src/app.py", "src/util.py"]  # not src/build/
+    assert got[1] == "notes.md"
+    files = got[2].splitlines()  # case matters; build/ and *.log are ignored, .env is not
+    assert files[0] == "Found 3 files"
+    assert sorted(files[1:]) == [".env", "secrets/key.txt", "src/app.py"]
+    assert got[3].splitlines() == [
+        ".env:1:TOKEN=needle",
+        "--",
+        "notes.md-1-# Notes",
+        "notes.md:2:the Needle in",
+        "notes.md-3-the haystack",
+        "--",
+        "secrets/key.txt:1:needle secret",
+        "--",
+        "src/app.py-1-import os",
+        "src/app.py:2:needle = 1",
+        "src/app.py:3:print(needle)",
+    ]
+    assert got[4] == (
+        ".env:1\nnotes.md:1\nsecrets/key.txt:1\nsrc/app.py:2\n\n"
+        "Found 5 total occurrences across 4 files."
+    )
+    assert got[5] == "src/app.py:2:needle = 1\nsrc/app.py:3:print(needle)"
+    assert got[6] == "src/app.py:1:import os\nsrc/app.py:2:needle = 1"
+    assert got[7] == "Found 1 file\nnotes.md"
+    assert got[8].startswith("Error: the pattern is not a valid regular expression")
+
+
+def test_ripgrep_and_the_python_search_give_the_same_results(agi, tmp_path):
+    if not HAS_RG:
+        pytest.skip("ripgrep not installed")
+    cwd = tree(tmp_path / "project")
+    with_rg = run_searches(agi, cwd, {})
+    without = run_searches(agi, cwd, {"AGI_RG": ""})
+    assert with_rg[:-1] == without[:-1]  # the last: each engine's own words for a bad pattern
+
+
+def test_read_deny_rules_hide_files_and_refuse_a_search_rooted_in_a_denied_directory(agi, tmp_path):
+    cwd = tree(tmp_path / "project")
+    steps = [
+        call("Grep", pattern="needle"),
+        call("Glob", pattern="**/*"),
+        call("Grep", pattern="needle", path="secrets"),
+        call("Grep", pattern="needle", path="secrets/key.txt", output_mode="content"),
+        text("done"),
+    ]
+    for env in ({"AGI_RG": ""}, {}):
+        with FakeModel(*steps) as server:
+            r = agi(
+                "--tools", "Glob,Grep", "--deny", "Read(secrets/**)", "--deny", "Read(.env)",
+                "go", server=server, cwd=cwd, extra_env=env,
+            )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        grep, glob, rooted, file = tool_texts(server)
+        assert grep == "Found 1 file\nsrc/app.py"
+        assert "secrets/key.txt" not in glob and ".env" not in glob and "notes.md" in glob
+        assert rooted == 'Error: denied by permission rule "Read(secrets/**)" (command line)'
+        assert file == 'Error: denied by permission rule "Read(secrets/**)" (command line)'
+
+
+def test_none_is_offered_unless_named_and_plan_mode_offers_the_searches(agi, tmp_path):
+    with FakeModel(text("a"), text("b"), text("c")) as server:
+        assert agi("go", server=server).returncode == 0
+        r = agi("--tools", "Bash,Glob,Grep", "--permission-mode", "plan", "go", server=server)
+        assert r.returncode == 0, r.stderr
+        r = agi("--tools", "Bash,Read,Grep", "go", server=server)
+        assert r.returncode == 0, r.stderr
+    default, plan, named = (offered(q) for q in server.requests)
+    assert {"Glob", "Grep", "BashOutput", "KillShell", "WebFetch"}.isdisjoint(default)
+    assert "run_in_background" not in default["Bash"]["parameters"]["properties"]
+    assert set(plan) == {"Glob", "Grep"}  # Bash can change something
+    assert set(named) == {"Bash", "Read", "Grep"}
+    props = named["Grep"]["parameters"]["properties"]
+    assert {"pattern", "path", "glob", "type", "output_mode", "-i", "-n", "-A", "-B", "-C"} <= set(
+        props
+    )
+    assert {"head_limit", "multiline"} <= set(props)
+
+
+def test_hooks_with_a_grep_or_glob_matcher_see_the_searches(agi, tmp_path):
+    cwd = tree(tmp_path / "project")
+    log = tmp_path / "hook.log"
+    command = f"jq -c '{{tool_name, tool_input}}' >> {log}"
+    settings = tmp_path / "settings.json"
+    hook = {"matcher": "Grep|Glob", "hooks": [{"type": "command", "command": command}]}
+    block = {
+        "matcher": "Glob",
+        "hooks": [{"type": "command", "command": "echo no globs >&2; exit 2"}],
+    }
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [hook, block]}}))
+    steps = [
+        call("Grep", pattern="needle", path="src"),
+        call("Glob", pattern="*.md"),
+        call("Bash", command="echo bash"),
+        text("done"),
+    ]
+    with FakeModel(*steps) as server:
+        r = agi("--tools", "Bash,Glob,Grep", "--settings", str(settings), "go", server=server,
+                cwd=cwd)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [s["tool_name"] for s in seen] == ["Grep", "Glob"]
+    assert seen[0]["tool_input"] == {"pattern": "needle", "path": "src"}
+    grep, glob, bash = tool_texts(server)
+    assert grep == "Found 1 file\nsrc/app.py"
+    assert "no globs" in glob and "notes.md" not in glob
+    assert bash == "bash"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_results_are_bounded_with_a_note(agi, tmp_path, backend):
+    cwd = tmp_path / "many"
+    cwd.mkdir()
+    for i in range(130):
+        (cwd / f"f{i:03}.txt").write_text(("word " * 40 + "\n") * 8)
+    os.utime(cwd / "f007.txt", (2_000_000_000, 2_000_000_000))  # the newest comes first
+    steps = [
+        call("Glob", pattern="*.txt"),
+        call("Grep", pattern="word", output_mode="content"),
+        call("Grep", pattern="word", head_limit=3),
+        text("done"),
+    ]
+    with FakeModel(*steps) as server:
+        r = agi("--tools", "Glob,Grep", "go", server=server, cwd=cwd, extra_env=backend)
+    assert r.returncode == 0, r.stderr
+    glob, content, head = tool_texts(server)
+    lines = glob.splitlines()
+    assert len(lines) == 101 and lines[0] == "f007.txt"
+    assert lines[-1].startswith("(Results are truncated.")
+    assert len(content) < 31_000
+    assert content.splitlines()[-1].startswith("[... ") and "more lines not shown" in content
+    assert head.splitlines()[:2] == ["Found 3 files", "f007.txt"]
+    assert head.splitlines()[-1].startswith("[... 127 more files not shown")
