@@ -5,6 +5,8 @@
 - Concurrency: 10 calls at once against one call, with the model taking MODEL_DELAY seconds to
   answer (a server answering instantly makes every call pure CPU, and 10 of them on this machine's
   cores can only queue); also reported with the instant model. Target: <= 1.5x.
+- Start-up: from spawn to the answer to `initialize` (target <= 150 ms) and to the first
+  `tools/call` (target <= 250 ms), raw JSON-RPC lines.
 - Memory: the idle server's RSS after `initialize` (target <= 40 MiB), and its growth over 200
   sequential calls, measured from the RSS after the first 10 (target <= 10%).
 
@@ -115,6 +117,50 @@ def served(agi: Path, env: dict[str, str], work: Path, runs: int, calls: int) ->
     return anyio.run(through_server, agi, env, work, runs, calls)
 
 
+def first_answers(agi: Path, env: dict[str, str], work: Path, runs: int) -> dict[str, list[float]]:
+    """Seconds from spawn to the answer to `initialize` and to the first `tools/call`, each
+    request sent as soon as the one before was answered (raw JSON-RPC lines: nothing of a
+    client library is timed)."""
+    import json
+    import subprocess
+
+    def send(process: Any, message: dict[str, Any]) -> None:
+        process.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        process.stdin.flush()
+
+    def reply(process: Any, number: int) -> float:
+        while line := process.stdout.readline():
+            if json.loads(line).get("id") == number:
+                return time.monotonic()
+        raise RuntimeError("agi --mcp-serve closed stdout")
+
+    out: dict[str, list[float]] = {"initialize_s": [], "first_call_s": []}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    hello["clientInfo"] = {"name": "bench", "version": "1"}
+    for i in range(runs + 1):
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [str(agi), "--mcp-serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=str(work),
+        )
+        send(process, {"id": 1, "method": "initialize", "params": hello})
+        answered = reply(process, 1)
+        send(process, {"method": "notifications/initialized"})
+        call = {"name": "agi", "arguments": {"prompt": PROMPT}}
+        send(process, {"id": 2, "method": "tools/call", "params": call})
+        called = reply(process, 2)
+        process.stdin.close()
+        process.wait(30)
+        if i:  # the first is a warm-up (the page cache)
+            out["initialize_s"].append(answered - started)
+            out["first_call_s"].append(called - started)
+    return out
+
+
 def run_case(b: Any) -> None:
     header("11. MCP server: a call through `agi --mcp-serve` against `agi PROMPT`")
     p = b.programs
@@ -123,6 +169,14 @@ def run_case(b: Any) -> None:
         b.report.note("mcp_serve: skipped; the agi measured lacks the `mcp` package")
         return
     calls = getattr(b, "serve_calls", 200)
+    first = first_answers(p.agi, p.agi_env, p.work, b.runs)
+    init_ms = statistics.median(first["initialize_s"]) * 1000
+    call_ms = statistics.median(first["first_call_s"]) * 1000
+    b.report.row("mcp_serve", "initialize answered (from exec)", {"wall_ms": round(init_ms, 1)})
+    b.report.row("mcp_serve", "first tools/call answered (from exec)", {"wall_ms": round(call_ms)})
+    b.report.target("initialize after start", round(init_ms, 1), 150, " ms")
+    also = "an instant model: the call's own run included"
+    b.report.target("first tools/call after start", round(call_ms, 1), 250, " ms", also)
     variants = {"agi PROMPT (process)": (lambda: p.agi_cmd(PROMPT), p.agi_env, ANSWER)}
     process = summary(alternate(variants, b.runs, b.failures)["agi PROMPT (process)"])
     b.report.row("mcp_serve", "agi PROMPT (process)", process)
@@ -137,6 +191,7 @@ def run_case(b: Any) -> None:
     report_concurrency(b, instant, delayed)
     report_memory(b, instant)
     b.report.raw["mcp_serve"] = {"process": process, "instant": instant, "delayed": delayed}
+    b.report.raw["mcp_serve"]["first_answers"] = first
 
 
 def report_concurrency(b: Any, instant: dict[str, Any], delayed: dict[str, Any]) -> None:

@@ -24,18 +24,26 @@ class Lines:
         self.fd = fd
         self.number = 0  # lines read so far
         self.reply: Callable[[Any], Any] | None = None
+        self.unread = b""  # read from stdin before the server started (agi.frontends.mcp.early)
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self.lines()
 
-    async def lines(self) -> AsyncIterator[str]:
+    async def chunks(self) -> AsyncIterator[bytes]:
         import anyio.to_thread
 
-        pieces: list[bytes] = []
-        size, dropping = 0, False
+        if self.unread:
+            first, self.unread = self.unread, b""
+            yield first
         while chunk := await anyio.to_thread.run_sync(
             os.read, self.fd, CHUNK, abandon_on_cancel=True
         ):
+            yield chunk
+
+    async def lines(self) -> AsyncIterator[str]:
+        pieces: list[bytes] = []
+        size, dropping = 0, False
+        async for chunk in self.chunks():
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 self.number += 1
@@ -97,6 +105,22 @@ class Lines:
             jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
         )
         await self.reply(SessionMessage(error))
+
+
+def claim_stdout() -> tuple[Any, Callable[[], None]]:
+    """The SDK's stdout (a private copy of fd 1, as an anyio text file), with fd 1 pointed at
+    stderr while the server runs, as the SDK does; None (the SDK's own) for another SDK."""
+    import sys
+
+    try:
+        import anyio
+        from mcp.server.stdio import _claim_fd, _open_stdout_diversion, _UnownedTextWrapper
+
+        buffer, release = _claim_fd(1, sys.stdout, "wb", _open_stdout_diversion)
+        text = anyio.wrap_file(_UnownedTextWrapper(buffer, encoding="utf-8"))
+        return text, release or (lambda: None)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None, lambda: None
 
 
 def claim_stdin() -> tuple[Lines, Callable[[], None]]:

@@ -28,6 +28,7 @@ from typing import Any
 from agi import __version__
 from agi.errors import LimitReached
 from agi.frontends.cli.flags import flags_layer
+from agi.frontends.mcp import early
 from agi.frontends.mcp.call import (
     DESCRIPTION,
     INPUT_SCHEMA,
@@ -39,7 +40,7 @@ from agi.frontends.mcp.call import (
     parse_call,
 )
 from agi.frontends.mcp.call_run import Base, CallRun
-from agi.frontends.mcp.lines import claim_stdin
+from agi.frontends.mcp.lines import claim_stdin, claim_stdout
 
 TOOL = "agi"
 CANCEL_GRACE = 5.0  # seconds a cancelled run has to end before its worker is left behind
@@ -225,26 +226,37 @@ def main(args: Any) -> int:
         if getattr(args, name, None):
             raise Refused(f"--mcp-serve takes no {what}")
     base = Base.load(flags_layer(args))
-    return serve(base)
+    importing = early.import_sdk()  # meanwhile `initialize` is answered (docs: mcp-server)
+    read = early.first_line()
+    sent = early.answer(
+        read, lambda p: early.initialize_result(p, __version__, "agi", INSTRUCTIONS)
+    )
+    importing.join()
+    return serve(base, read, sent)
 
 
-def serve(base: Base) -> int:
-    """Serve on stdin/stdout until stdin closes; 0 then."""
+def serve(base: Base, read: bytes = b"", sent: Any = None) -> int:
+    """Serve on stdin/stdout until stdin closes (`read`: what was read of stdin already;
+    `sent`: the reply written to its first line); 0 then."""
     import anyio
 
-    anyio.run(_serve, base)
+    anyio.run(_serve, base, read, sent)
     return 0
 
 
-async def _serve(base: Base) -> None:
+async def _serve(base: Base, read: bytes, sent: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     server = make_server(Calls(base))
     stdin, release = claim_stdin()  # bounded lines, bad ones answered (docs: mcp-server)
+    stdin.unread = read
+    stdout, restore = claim_stdout() if sent is not None else (None, lambda: None)
+    out = early.Deduplicated(stdout, sent) if stdout is not None else None
     try:
-        async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
+        async with stdio_server(stdin=stdin, stdout=out) as (r, write):  # type: ignore[arg-type]
             stdin.reply = write.send
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(r, write, server.create_initialization_options())
     finally:
+        restore()
         release()
         base.pool.close()  # the calls' model connections

@@ -51,3 +51,5 @@ def test_verbose_counts_one_step_in_the_singular(env, tmp_path):
     log = (tmp_path / "server-stderr").read_text()
     assert "agi: call 1: exit 0, 1 step\n" in log or "agi: call 1: exit 0, 1 step," in log, log
     assert "1 steps" not in log
+    # `initialize` was answered before the SDK was loaded, as the SDK answered it after
+    assert "initialize answered as" not in log and "Traceback" not in log, log
