@@ -91,7 +91,11 @@ def suggest_rules(tool: str, input: dict[str, Any]) -> list[str]:
     (`Bash(git commit:*)`, global options before it skipped: `git -C d log` gives `Bash(git
     log:*)`); the tool's name for other tools. None (no "always" choice) when a command's name
     is not a plain word, the line is more than simple commands (`(echo one)`, `[ -d . ]`, loops,
-    substitutions), or a subcommand cannot be told: never the bare `Bash`."""
+    substitutions), or a subcommand cannot be told: never the bare `Bash`. For a Terminal the
+    rules of the line it makes a shell run (none when it completes no line): never `Terminal`."""
+    if tool == "Terminal":  # the line it makes a shell run, as for Bash: never bare `Terminal`
+        typed = terminal_lines(input)
+        return suggest_rules("Bash", {"command": typed}) if typed is not None else []
     if tool != "Bash":
         return [tool]
     commands = simple_commands(input.get("command"))

@@ -313,13 +313,16 @@ def decide(
     stateful: bool = False,
 ) -> Decision:
     """Judge a call: deny, then ask, then allow; a Bash line part by part. A terminal's
-    command and the lines typed into it are judged as Bash lines too."""
+    command and the lines typed into it are judged as Bash lines too: the Bash rules that allow
+    such a line allow the call."""
     if name == "Terminal":
         typed = terminal_lines(input, names)
         if typed is not None:
             send = input.get("action") == "send"  # into a shell that ran earlier lines
             as_bash = decide(permissions, "Bash", {"command": typed}, cwd, stateful=send)
             if as_bash.verdict in ("deny", "ask"):
+                return as_bash
+            if as_bash.verdict == "allow":  # the Bash rules that allow the line a shell runs
                 return as_bash
     call = Call(name, input, cwd, set(names or ()) if name != "Terminal" else set())
     call.stateful = stateful

@@ -71,3 +71,40 @@ def test_always_answers_add_one_narrow_rule_per_command_or_none(env, tmp_path: P
     asked_later = [r["toolCall"]["rawInput"]["command"] for r in client.asked[len(FIRST) :]]
     assert asked_later == [SECOND[0]]  # the learned rules cover the others, not the alias
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_always_on_a_terminal_call_adds_the_rules_of_its_line_not_terminal(env, tmp_path: Path):
+    """`allow_always` on a Terminal starting `echo hi` keeps `Bash(echo:*)` (which then allows
+    that line in a terminal too), never the bare `Terminal`: a later terminal running another
+    command is asked about."""
+    turn = {"n": 1}
+
+    def answer(request: dict) -> str:
+        return "allow_always" if turn["n"] == 1 else "reject_once"
+
+    async def go(server: FakeModel) -> tuple[Recorder, str]:
+        client = Recorder(answer=answer)
+        env_ = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+        async with Agent(agi_argv(AGI), env_, tmp_path, client) as agent:
+            sid = await agent.start()
+            await agent.prompt(sid, "first")
+            turn["n"] = 2
+            await agent.prompt(sid, "second")
+            await agent.close()
+            agent.assert_valid()
+        return client, sid
+
+    start = {"action": "start", "command": "echo hi", "wait_ms": 100}
+    later = {"action": "start", "command": "touch PWNED", "wait_ms": 100}
+    with FakeModel(
+        calls(("Terminal", start)),
+        text("ok"),
+        calls(("Terminal", {**start, "id": "again"}), ("Terminal", later)),
+        text("ok"),
+    ) as server:
+        client, sid = run(go(server))
+    rules = json.loads((Path(sid) / "settings.json").read_text())["permissions"]["allow"]
+    assert rules == ["Bash(echo:*)"]
+    asked = [r["toolCall"]["rawInput"].get("command") for r in client.asked]
+    assert asked == ["echo hi", "touch PWNED"]  # the second `echo hi` ran unasked
+    assert not (tmp_path / "PWNED").exists()
