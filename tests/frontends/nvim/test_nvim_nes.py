@@ -162,6 +162,10 @@ def test_typing_cancels_the_request_and_stale_hunks_are_dropped_never_applied(ed
         assert ed.lines()[FAR] == SOURCE[FAR] + " # edited"
         ed.lua("vim.wait(200)")  # beyond the pause: b:agi_disable asks nothing
         assert len(server.requests) == 2
+        ed.nvim.command("AgiNes off")
+        assert ed.lua("return require('agi.suggest').config.nes") is False
+        ed.nvim.command("AgiNes")  # toggles
+        assert ed.lua("return require('agi.suggest').config.nes") is True
 
 
 @needs_nvim
