@@ -225,7 +225,8 @@ class EditorSession:
 
     def usage_update(self, usage: Any) -> dict[str, Any] | None:
         """The `usage_update` of a model call; None while the model's context window is
-        unknown (section 10): the protocol requires `size`, and 0 would read as a full window."""
+        unknown (no `context_window`, none listed): the protocol requires `size`, and 0 reads
+        as a full window."""
         run = self.run
         window = getattr(run.agent.compactor, "known", None) if run and run.agent else None
         if not window:

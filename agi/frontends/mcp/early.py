@@ -1,15 +1,17 @@
-"""`initialize` answered before the `mcp` SDK is loaded (docs: mcp-server). Importing the SDK
-takes most of a second (its pydantic models), and a client such as Claude Code in `-p` mode
-does not wait that long for a server, so the first line of stdin is read here while the SDK
-imports on a thread; when it is an `initialize` the SDK would accept, it is answered at once
-with what the SDK answers (the same negotiation, the same fields). The line is then handed to
-the SDK all the same, so its connection state is what it would be, and the SDK's own reply to
-it is dropped (compared first: a difference is reported on stderr, which the tests check)."""
+"""The first requests answered before the `mcp` SDK is loaded (docs: mcp-server). Importing
+the SDK takes most of a second (its pydantic models), and a client such as Claude Code in `-p`
+mode does not wait that long for a server's tools, so stdin is read here while the SDK imports
+on a thread: a first `initialize` the SDK would accept is answered at once with what the SDK
+answers (the same negotiation, the same fields), then `ping` and `tools/list` (a static list).
+Every line read is handed to the SDK all the same, so its connection state is what it would
+be, and its own replies to those requests are dropped (compared first: a difference is
+reported on stderr, which the tests check)."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import sys
 import threading
 from typing import Any
@@ -34,19 +36,57 @@ def import_sdk() -> threading.Thread:
     return thread
 
 
-def first_line() -> bytes:
-    """What stdin holds up to and including its first newline (or its end, or LIMIT)."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= LIMIT:
-        chunk = os.read(0, 65536)
-        if not chunk:
+def answer_early(importing: threading.Thread, initialize: Any, tools: Any) -> tuple[bytes, Any]:
+    """Read stdin while `importing` runs and answer what needs nothing of the SDK: a first
+    line that is an `initialize` (`initialize(params)`: its result, or None), then `ping` and
+    `tools/list` (`tools`). What was read, and the replies written by id. Any other request,
+    the end of stdin or the end of the import hands the rest to the SDK."""
+    buffer, start = b"", 0
+    sent: dict[Any, Any] = {}
+    while True:
+        end = buffer.find(b"\n", start)
+        if end < 0:
+            if not importing.is_alive() or len(buffer) - start > LIMIT:
+                break
+            if not select.select([0], [], [], 0.02)[0]:
+                continue
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            continue
+        message = _message(buffer[start:end])
+        start = end + 1
+        if message is None:
             break
-        chunks.append(chunk)
-        size += len(chunk)
-        if b"\n" in chunk:
+        method, number, params = message.get("method"), message.get("id"), message.get("params")
+        if sent and "id" not in message:  # a notification (notifications/initialized): the SDK's
+            continue
+        if not isinstance(number, (int, str)) or isinstance(number, bool) or number in sent:
             break
-    return b"".join(chunks)
+        if not sent and method == "initialize":
+            result = initialize(params)
+        elif sent and method in ("ping", "tools/list") and params in (None, {}):
+            result = {} if method == "ping" else tools
+        else:
+            result = None
+        if result is None:
+            break
+        sent[number] = {"jsonrpc": "2.0", "id": number, "result": result}
+        data = (json.dumps(sent[number], separators=(",", ":")) + "\n").encode()
+        while data:
+            data = data[os.write(1, data) :]
+    return buffer, sent
+
+
+def _message(line: bytes) -> Any:
+    try:
+        message = loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    return message
 
 
 def initialize_result(params: Any, version: str, title: str, instructions: str) -> Any:
@@ -68,44 +108,24 @@ def initialize_result(params: Any, version: str, title: str, instructions: str) 
     }
 
 
-def answer(read: bytes, result: Any) -> Any:
-    """Answer the first line of `read` when it is an `initialize`; its JSON-RPC reply, or None."""
-    line = read.split(b"\n", 1)[0]
-    try:
-        message = loads(line)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("method") != "initialize":
-        return None
-    if message.get("jsonrpc") != "2.0" or not isinstance(message.get("id"), (int, str)):
-        return None
-    found = result(message.get("params"))
-    if found is None:
-        return None
-    reply = {"jsonrpc": "2.0", "id": message["id"], "result": found}
-    data = (json.dumps(reply, separators=(",", ":")) + "\n").encode()
-    while data:
-        data = data[os.write(1, data) :]
-    return reply
-
-
 class Deduplicated:
-    """The SDK's stdout (an anyio text file) less its reply to the request answered early."""
+    """The SDK's stdout (an anyio text file) less its replies to the requests answered early
+    (`sent`, by id)."""
 
-    def __init__(self, out: Any, sent: Any):
-        self.out, self.sent = out, sent
+    def __init__(self, out: Any, sent: dict[Any, Any]):
+        self.out, self.sent = out, dict(sent)
 
     async def write(self, text: str) -> None:
-        if self.sent is not None:
+        if self.sent:
             try:
                 message = json.loads(text)
             except ValueError:
                 message = None
             reply = isinstance(message, dict) and "method" not in message
-            if reply and message.get("id") == self.sent["id"]:  # type: ignore[union-attr]
-                if message != self.sent:
-                    sys.stderr.write(f"agi: initialize answered as {self.sent}, not {message}\n")
-                self.sent = None
+            if reply and message.get("id") in self.sent:  # type: ignore[union-attr]
+                early = self.sent.pop(message["id"])  # type: ignore[index]
+                if message != early:
+                    sys.stderr.write(f"agi: answered early as {early}, not {message}\n")
                 return
         await self.out.write(text)
 

@@ -90,6 +90,19 @@ def result(outcome: Outcome) -> Any:
     )
 
 
+TOOL_JSON = {  # the SDK's JSON of tool() (agi.frontends.mcp.early compares the two)
+    "name": TOOL,
+    "title": "agi",
+    "description": DESCRIPTION,
+    "inputSchema": INPUT_SCHEMA,
+    "outputSchema": OUTPUT_SCHEMA,
+}
+
+
+def initialize_result(params: Any) -> Any:
+    return early.initialize_result(params, __version__, "agi", INSTRUCTIONS)
+
+
 def tool() -> Any:
     import mcp_types as types
 
@@ -227,31 +240,29 @@ def main(args: Any) -> int:
             raise Refused(f"--mcp-serve takes no {what}")
     base = Base.load(flags_layer(args))
     importing = early.import_sdk()  # meanwhile `initialize` is answered (docs: mcp-server)
-    read = early.first_line()
-    sent = early.answer(
-        read, lambda p: early.initialize_result(p, __version__, "agi", INSTRUCTIONS)
-    )
+    tools = {"tools": [TOOL_JSON]}
+    read, sent = early.answer_early(importing, initialize_result, tools)
     importing.join()
     return serve(base, read, sent)
 
 
-def serve(base: Base, read: bytes = b"", sent: Any = None) -> int:
+def serve(base: Base, read: bytes = b"", sent: dict[Any, Any] | None = None) -> int:
     """Serve on stdin/stdout until stdin closes (`read`: what was read of stdin already;
-    `sent`: the reply written to its first line); 0 then."""
+    `sent`: the replies written to its requests, by id); 0 then."""
     import anyio
 
     anyio.run(_serve, base, read, sent)
     return 0
 
 
-async def _serve(base: Base, read: bytes, sent: Any) -> None:
+async def _serve(base: Base, read: bytes, sent: dict[Any, Any] | None) -> None:
     from mcp.server.stdio import stdio_server
 
     server = make_server(Calls(base))
     stdin, release = claim_stdin()  # bounded lines, bad ones answered (docs: mcp-server)
     stdin.unread = read
-    stdout, restore = claim_stdout() if sent is not None else (None, lambda: None)
-    out = early.Deduplicated(stdout, sent) if stdout is not None else None
+    stdout, restore = claim_stdout() if sent else (None, lambda: None)
+    out = early.Deduplicated(stdout, sent or {}) if stdout is not None else None
     try:
         async with stdio_server(stdin=stdin, stdout=out) as (r, write):  # type: ignore[arg-type]
             stdin.reply = write.send
