@@ -31,6 +31,7 @@ from agi.policy.permissions import (
     Permissions,
     Rule,
     bash_writes,
+    check_tools,
     decide,
     parse_rule,
     path_matches,
@@ -426,7 +427,9 @@ class Guard:
                         if not isinstance(tool, str) or not tool:
                             raise ValueError("a rule needs a toolName")
                         text = f"{tool}({content})" if content else tool
-                        self.learn(parse_rule(text, entry["behavior"], source, os.getcwd()))
+                        rule = parse_rule(text, entry["behavior"], source, os.getcwd())
+                        notes += check_tools([rule])  # a tool agi does not know: not learnt
+                        self.learn(rule)
                 elif kind == "setMode":
                     self.set_mode(entry.get("mode"))  # type: ignore[arg-type]
                 elif kind == "addDirectories":
