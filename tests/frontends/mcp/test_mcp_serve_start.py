@@ -45,11 +45,12 @@ def test_verbose_counts_one_step_in_the_singular(env, tmp_path):
 
         async def body() -> None:
             async with connect(model_env(env, fake), tmp_path, "-v") as s:
+                assert [t.name for t in (await s.list_tools()).tools] == ["agi"]
                 assert not (await s.call_tool("agi", {"prompt": "hi"})).is_error
 
         run(body)
     log = (tmp_path / "server-stderr").read_text()
     assert "agi: call 1: exit 0, 1 step\n" in log or "agi: call 1: exit 0, 1 step," in log, log
     assert "1 steps" not in log
-    # `initialize` was answered before the SDK was loaded, as the SDK answered it after
-    assert "initialize answered as" not in log and "Traceback" not in log, log
+    # initialize and tools/list were answered before the SDK loaded, as the SDK answered them
+    assert "answered early as" not in log and "Traceback" not in log, log
