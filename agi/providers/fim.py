@@ -243,7 +243,16 @@ class Completer:
             transport.close()
         return key, settings
 
-    def take(self, key: str, kind: str, settings: Settings) -> Exchange:
+    def take(
+        self, key: str, kind: str, settings: Settings, deadline: float | None = None
+    ) -> Exchange:
+        """An idle exchange for `key` and `kind`, or a new one; `deadline` (monotonic) set on it."""
+        transport = self._take(key, kind, settings)
+        if deadline is not None:
+            transport.deadline = deadline
+        return transport
+
+    def _take(self, key: str, kind: str, settings: Settings) -> Exchange:
         with self.lock:
             idle = self.idle.get((key, kind))
             if idle:

@@ -178,8 +178,7 @@ def ask(completer: Any, request: dict[str, Any], attach: Callable[[Any], None]) 
     key, settings = completer.settings(options)
     fmt = nes_format(request)
     kind = "chat" if fmt == "chat" else "prompt"
-    transport = completer.take(key, kind, settings)
-    transport.deadline = time.monotonic() + DEADLINE
+    transport = completer.take(key, kind, settings, deadline=time.monotonic() + DEADLINE)
     attach(transport)
     max_tokens = int(options.get("max_tokens") or MAX_TOKENS)
     if kind == "chat":
