@@ -112,11 +112,12 @@ class Programs:
         self.python = interpreter_of(agi)
         home, config = work / "agi-home", work / "agi-config"
         config.mkdir(parents=True, exist_ok=True)
+        (config / "config.toml").touch()  # a named config file must exist (docs: configuration)
         (work / "home").mkdir(exist_ok=True)  # no user state: ~/.claude.json, ~/.config, ...
         self.agi_env = clean_env(
             HOME=str(work / "home"),
             AGI_HOME=str(home),
-            AGI_CONFIG=str(config / "config.toml"),  # absent: defaults, no hooks or tools dirs
+            AGI_CONFIG=str(config / "config.toml"),  # empty: defaults, no hooks or tools dirs
             AGI_BASE_URL=url,
             AGI_MODEL="fake-model",
         )
