@@ -98,7 +98,11 @@ def _check_prices(path: Path, prices: dict[str, Any]) -> None:
 def _check(path: Path, name: str, value: Any, rules: dict[str, tuple[Any, str]]) -> None:
     key = name.rpartition(".")[2]
     if key not in rules:
-        raise ConfigError(f"config file {path}: unknown setting {name!r}")
+        import difflib  # lazy: only for a key that is not one
+
+        close = difflib.get_close_matches(key, list(rules), n=1, cutoff=0.6)
+        hint = f"; did you mean {name[: len(name) - len(key)] + close[0]!r}?" if close else ""
+        raise ConfigError(f"config file {path}: unknown setting {name!r}{hint}")
     valid, description = rules[key]
     if not valid(value):
         raise ConfigError(f"config file {path}: {name} must be {description}, not {value!r}")

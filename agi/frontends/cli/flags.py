@@ -28,6 +28,25 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse would print usage and exit 2 itself
         raise UsageError(f"{message} (see agi --help)")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, but a mistyped flag is named with the closest one (`--shema`: did
+        you mean --schema?)."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized arguments: {' '.join(extra)}{self.closest(extra)}")
+        return parsed
+
+    def closest(self, extra: list[str]) -> str:
+        """`; did you mean --FLAG?` for the first unknown word that looks like a flag."""
+        word = next((w.partition("=")[0] for w in extra if w.startswith("-") and w != "-"), "")
+        if not word:
+            return ""
+        import difflib  # lazy: only for a mistyped flag
+
+        known = [f for f in self._option_string_actions if f.startswith("--") or len(word) < 3]
+        close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]}?" if close else ""
+
 
 _WIDTH: list[int] = []  # the terminal's width, asked once
 
