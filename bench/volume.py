@@ -10,11 +10,15 @@ Reported per job: model calls, input tokens sent (estimated from each request th
 agi.context.estimate, the same for every way), files left under $AGI_HOME, and for the whole
 batch the wall time, peak RSS and cost (the server's usage at gpt-4o-mini's live price, or at
 its batch price for the batch API; agi's own `usage.cost` beside it where its output has one).
-`llm` is run too when it is installed (`llm --schema` in a loop); here it is not.
+`llm --schema` in a loop (one process per job, logging to its SQLite database as shipped) is run
+too when `llm` is installed beside the Python running the bench, on PATH, or given with --llm
+(`pip install llm`; not a dependency of agi), pointed at the loopback chat server through
+`extra-openai-models.yaml` in a private LLM_USER_PATH.
 
     python bench/volume.py                    # 1,000 jobs, writes bench/results/volume.md
     python bench/volume.py --jobs 50          # a quick run (prints, writes nothing)
     python bench/volume.py --big 10000        # also the memory of both batches at 10,000 jobs
+    python bench/volume.py --loop-jobs 200    # fewer jobs for the one-process-a-job ways
 
 Not part of CI: a measurement, not a test."""
 
@@ -147,6 +151,7 @@ def run_way(name: str, agi: Path, work: Path, n: int, servers: dict[str, Any]) -
     texts = prompts(n)
     jobs.write_text("".join(json.dumps({"id": i, "prompt": p}) + "\n" for i, p in enumerate(texts)))
     plain.write_text("".join(p + "\n" for p in texts))
+    (case / "config.toml").write_text("")  # AGI_CONFIG names it: it must exist
     env = clean_env(
         HOME=str(case),
         AGI_HOME=str(home),
@@ -154,10 +159,24 @@ def run_way(name: str, agi: Path, work: Path, n: int, servers: dict[str, Any]) -
         AGI_MODEL=MODEL,
         OPENAI_API_KEY="sk-bench",
         AGI_BATCH_POLL="0.2",
+        LLM_USER_PATH=str(case / "llm-home"),
     )
     tally: Tally
     batch = name.startswith("agi --batch")
-    if name == "agi --batch --batch-api openai":
+    if name == LLM_WAY:
+        server, tally = servers["live"]
+        user = case / "llm-home"
+        user.mkdir()
+        (user / "extra-openai-models.yaml").write_text(
+            f"- model_id: bench\n  model_name: gpt-4o-mini\n  api_base: {server.url}\n"
+            "  supports_schema: true\n"
+        )
+        loop = (
+            'while IFS= read -r p; do "$0" -m bench --schema "$1" "$p" </dev/null || exit 1; done'
+        )
+        cmd = ["sh", "-c", loop + f" < {plain}", str(agi), LLM_SCHEMA]
+        home = user
+    elif name == "agi --batch --batch-api openai":
         server, tally = servers["batch"]
         env["AGI_BASE_URL"] = server.url
         cmd = [str(agi), "--batch", str(jobs), "--batch-api", "openai", "--schema", SCHEMA]
@@ -185,8 +204,8 @@ def run_way(name: str, agi: Path, work: Path, n: int, servers: dict[str, Any]) -
         "answered": good,
         "calls_per_job": round(calls / n, 3),
         "input_tokens_per_job": round(tokens / n, 1),
-        "files_left": files_under(home),
-        "files_left_per_job": round(files_under(home) / n, 2),
+        "files_left": (left := files_under(home) - (name == LLM_WAY)),  # not llm's config
+        "files_left_per_job": round(left / n, 2),
         "wall_s": round(sample.wall, 2),
         "cpu_s": round(sample.cpu, 2),
         "rss_mib": round(sample.rss, 1),
@@ -197,6 +216,15 @@ def run_way(name: str, agi: Path, work: Path, n: int, servers: dict[str, Any]) -
 
 
 WAYS = ("agi --batch --ephemeral", "agi --batch --batch-api openai", "xargs -P 4 agi")
+LLM_WAY = "llm --schema loop"
+LLM_SCHEMA = json.dumps(  # the JSON Schema agi makes of its DSL, as agi sends it
+    {
+        "type": "object",
+        "properties": {"kind": {"type": "string", "enum": ["sales", "support", "spam"]}},
+        "required": ["kind"],
+        "additionalProperties": False,
+    }
+)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -223,10 +251,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--jobs", type=int, default=1000, help="jobs per way (default 1000)")
     p.add_argument("--big", type=int, default=0, help="also both batches at this many jobs")
+    p.add_argument("--loop-jobs", type=int, help="jobs for xargs and llm's loop (--jobs)")
     p.add_argument("--agi")
+    p.add_argument("--llm", help="the llm to run (default: beside this Python, else on PATH)")
     p.add_argument("--save", action="store_true", help="write bench/results/volume.md")
     args = p.parse_args()
     agi = find_agi(args.agi)
+    beside = Path(sys.executable).parent / "llm"
+    llm = args.llm or (str(beside) if beside.exists() else shutil.which("llm"))
+    loop_jobs = args.loop_jobs or args.jobs
     work = Path(tempfile.mkdtemp(prefix="agi-bench-volume-"))
     holder: list[FakeModel] = []
     live_tally, batch_tally = Tally(), Tally()
@@ -239,7 +272,11 @@ def main() -> int:
             holder.append(live)
             servers = {"live": (live, live_tally), "batch": (batches, batch_tally)}
             for way in WAYS:
-                rows.append(run_way(way, agi, work, args.jobs, servers))
+                n = args.jobs if way.startswith("agi --batch") else loop_jobs
+                rows.append(run_way(way, agi, work, n, servers))
+                print(json.dumps(rows[-1]), flush=True)
+            if llm:
+                rows.append(run_way(LLM_WAY, Path(llm), work, loop_jobs, servers))
                 print(json.dumps(rows[-1]), flush=True)
             if args.big:
                 for way in WAYS[:2]:
@@ -257,12 +294,19 @@ def main() -> int:
     return 0 if all(r["error"] is None for r in rows) else 1
 
 
+def ratio(row: dict[str, Any], peer: dict[str, Any]) -> float:
+    return round(row["input_tokens_per_job"] / max(peer["input_tokens_per_job"], 1e-9), 3)
+
+
 def report(rows: list[dict[str, Any]], command: str, load: float) -> str:
     by = {(r["way"], r["jobs"]): r for r in rows}
     n = rows[0]["jobs"]
-    eph, api, xargs = (by[(w, n)] for w in WAYS)
-    memory = rows[:2] + rows[3:]
-    speed = round(xargs["wall_s"] / max(eph["wall_s"], 1e-9), 1)
+    eph, api = (by[(w, n)] for w in WAYS[:2])
+    xargs = rows[2]
+    peer = next((r for r in rows if r["way"] == LLM_WAY), None)
+    memory = [r for r in rows if r["way"] in WAYS[:2]]
+    rate = {k: r["jobs"] / max(r["wall_s"], 1e-9) for k, r in (("eph", eph), ("xargs", xargs))}
+    speed = round(rate["eph"] / rate["xargs"], 1)  # jobs a second: the sizes may differ
     half = round(api["cost_per_job_usd"] / max(eph["cost_per_job_usd"], 1e-18), 3)
     return (
         f"# Volume: {n} classification jobs\n\n"
@@ -277,21 +321,37 @@ def report(rows: list[dict[str, Any]], command: str, load: float) -> str:
         "Against the issue's targets:\n\n"
         f"- model calls per job: {eph['calls_per_job']} with `--ephemeral --no-tools`, "
         f"{api['calls_per_job']} with `--batch-api`, {xargs['calls_per_job']} for `agi` runs "
-        "that keep a session and offer tools (the answer, then the ghost exchange).\n"
+        f"that keep a session and offer tools (the answer, then the ghost exchange; "
+        f"{xargs['jobs']} jobs).\n"
         f"- files left under `$AGI_HOME`: {eph['files_left']} with `--ephemeral`, "
         f"{api['files_left']} with `--batch-api`, {xargs['files_left']} for `xargs -P 4 agi`.\n"
         f"- cost of the batch API against the same jobs live: {half}x (target 0.5x).\n"
         f"- throughput: `agi --batch --ephemeral` is {speed}x `xargs -P 4 agi` (target 13.5x). "
         "The batch API's wall time is the polling of a scripted server (0.2 s a poll) and says "
         "nothing of a real provider, which answers within 24 hours.\n"
-        "- `llm --schema` in a loop: not measured, `llm` is not installed on this machine, so "
-        "the target of input tokens per job within 1.05x of llm's is not checked here.\n"
+        + (
+            "- `llm --schema` in a loop: not measured, `llm` was not found.\n"
+            if peer is None
+            else f"- input tokens per job against `llm --schema` in a loop ({peer['jobs']} jobs, "
+            f"{peer['calls_per_job']} calls/job, {peer['input_tokens_per_job']} tokens/job): "
+            f"`--ephemeral` {ratio(eph, peer)}x, `--batch-api` {ratio(api, peer)}x, "
+            f"`xargs -P 4 agi` {ratio(xargs, peer)}x (target 1.05x); llm's wall "
+            f"{round(peer['wall_s'] / peer['jobs'] * 1000)} ms a job, "
+            f"{peer['files_left']} files left (its log database). Both send the same JSON "
+            "Schema as `response_format` and no system prompt (agi's lean built-in prompt for "
+            "a tool-less run is left out when the server holds the reply to the schema); what "
+            "agi sends beyond llm's is `\"strict\": false` and the schema's name. The prompts "
+            "are numbered, so more jobs cost a little more (#999 against #199: about 0.1 token "
+            "a job).\n"
+        )
         + (
             ""
-            if not any(r["jobs"] != n for r in rows)
+            if len(memory) <= 2
             else "- memory: peak RSS at "
             + ", ".join(f"{r['jobs']} jobs {r['rss_mib']} MiB ({r['way']})" for r in memory)
-            + ".\n"
+            + ". `--batch-api` spools its requests to a temporary file and reads results a line "
+            "at a time, so what grows with the jobs is what both ways share: the input's jobs, "
+            "which `agi --batch` reads whole before it starts.\n"
         )
     )
 
