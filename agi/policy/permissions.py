@@ -270,7 +270,7 @@ def rule_matches(rule: Rule, call: Call, strict: bool) -> bool:
     return False
 
 
-def search_matches(rule: Rule, path: Any, cwd: str) -> bool:
+def search_matches(rule: Rule, path: object, cwd: str) -> bool:
     """A Glob's or Grep's root (its `path`, else the working directory) against a Read rule:
     the rule matches the root, or everything in it when the root is a directory (a rule on
     a directory covers a search rooted in it; files a deny rule covers deeper down are left

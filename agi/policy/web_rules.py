@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 from urllib.parse import urlsplit
 
 
-def domain_matches(specifier: str, url: Any) -> bool:
+def domain_matches(specifier: str, url: object) -> bool:
     """`domain:example.com` (`*` any text: `domain:*.example.com`) against a URL's host, in
     any case; a specifier of another form never matches."""
     if not specifier.startswith("domain:") or not isinstance(url, str):

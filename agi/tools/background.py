@@ -111,7 +111,7 @@ class Jobs:
             f'BashOutput {{"bash_id": "{job.id}"}}'
         )
 
-    def get(self, id: Any, key: str) -> Job:
+    def get(self, id: object, key: str) -> Job:
         if not isinstance(id, str) or not id:
             raise ToolError(f"'{key}' is required and must be a string")
         job = self.jobs.get(id)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from agi.errors import ToolError
 from agi.tools.protocol import ToolContext, require
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_BYTES = 10 << 20
 SECONDS = 30.0
@@ -151,7 +154,9 @@ def _judged(url: str, prompt: str, ctx: ToolContext) -> str:
     return url
 
 
-def _body(response: Any, deadline: float, url: str, seconds: float) -> tuple[bytes, bool]:
+def _body(
+    response: httpx.Response, deadline: float, url: str, seconds: float
+) -> tuple[bytes, bool]:
     data = bytearray()
     for chunk in response.iter_bytes():
         data += chunk
