@@ -215,7 +215,7 @@ OPTIONS: tuple[Option, ...] = (
         ("--dry-run",), "switch"),
     Opt("ephemeral", "write nothing: no session, trace, index entry, lock or checkpoint",
         "session", ("--ephemeral",), "switch", type="bool", check=c.BOOL, default=False,
-        fronts=("batch",),
+        fronts=("batch", "mcp"),
         doc="the run writes nothing of its own, under `$AGI_HOME` or anywhere: no session "
         "directory, trace, index entry, lock or checkpoint (`--output json` says `\"session\": "
         "null`); not with `-s`, `-c`, `--fork`, `--rewind` or `-i`"),
