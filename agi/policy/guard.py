@@ -393,9 +393,10 @@ class Guard:
             kind = "allow" if answer == "allow_always" else "deny"
             for text in request.suggestions:  # none: the answer holds for this call only
                 self.learn(parse_rule(text, kind, LEARNED, os.getcwd()))
-        if answer in ("allow_once", "allow_always"):
-            return None
-        return f"Error: denied: {why} and the user said no"
+        if answer in ("allow_once", "allow_always"):  # an SDK's allow may rewrite the call
+            return self._rewrite(input, request.extra.get("updated_input"), name, cwd)
+        said = request.extra.get("message")  # an SDK's deny: its message is the model's
+        return f"Error: denied: {said}" if said else f"Error: denied: {why} and the user said no"
 
     def _rewrite(
         self, input: dict[str, Any], new: dict[str, Any] | None, name: str, cwd: str

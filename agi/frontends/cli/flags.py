@@ -118,6 +118,17 @@ def add_flag(p: Parser, option: Option) -> None:
     p.add_argument(*option.flags, **kwargs)
 
 
+def sdk_mode(argv: list[str]) -> bool:
+    """Whether this is the Claude Agent SDKs' command line (`--output-format`, `--input-format`:
+    agi.frontends.sdk); agi's own flags have neither."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg.split("=", 1)[0] in ("--output-format", "--input-format"):
+            return True
+    return False
+
+
 def rewrite(argv: list[str]) -> list[str]:
     """A bare `--exit-code` takes no value: `agi --exit-code "prove P=NP"` is a prompt."""
     out: list[str] = []

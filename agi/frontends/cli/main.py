@@ -8,7 +8,7 @@ import sys
 import time
 
 from agi.errors import AgiError, CostLimit, Interrupted, UsageError
-from agi.frontends.cli.flags import build_parser, flags_layer, rewinding, rewrite
+from agi.frontends.cli.flags import build_parser, flags_layer, rewinding, rewrite, sdk_mode
 from agi.policy.decoding import from_argv, from_bytes
 from agi.process import (
     OutputFailed,
@@ -82,8 +82,14 @@ def flush(code: int) -> int:
 def invoke(argv: list[str] | None, started: float, runs: list[Run]) -> int:
     """Parse, run, and turn what went wrong into one line and an exit code."""
     try:
+        words = sys.argv[1:] if argv is None else argv
+        if sdk_mode(words):  # the Claude Agent SDKs launch agi as their CLI (section 29)
+            # lazy: a front end, loaded when the command line dispatches to it
+            from agi.frontends.sdk.main import serve as serve_sdk
+
+            return serve_sdk(words)
         try:
-            args = build_parser().parse_args(rewrite(sys.argv[1:] if argv is None else argv))
+            args = build_parser().parse_args(rewrite(words))
         except SystemExit as e:  # --help, --version, a usage error: main still flushes stdout
             return e.code if isinstance(e.code, int) else int(e.code is not None)
         served = serve(args)

@@ -1,0 +1,447 @@
+"""`agi --output-format stream-json --input-format stream-json --verbose`: the CLI protocol of
+the Claude Agent SDKs (CONTRACT section 29). stdin: `initialize` and the other control
+requests, user messages; stdout: system/init, assistant and user messages, `result`. One run on
+one session (a UUID under $AGI_HOME/sessions) over the process's life; end of input exits 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from agi import __version__, engine
+from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
+from agi.frontends.sdk import flags
+from agi.frontends.sdk.channel import Channel, Closed, Relay
+from agi.frontends.sdk.stream import SdkView, anthropic_usage
+from agi.options.settings import Settings
+from agi.options.values import overlay
+
+CLAUDE_CODE_VERSION = "2.1.0"  # a version the SDKs accept (2.0.0 or later)
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+LINE_LIMIT = 64 << 20  # bytes of one stdin line at most
+
+
+class SdkAsk:
+    """The permission question put to the SDK as `can_use_tool` (when asked to, with
+    `--permission-prompt-tool stdio`; else nobody is asked and the call is denied)."""
+
+    def __init__(self, server: Server):
+        self.server = server
+
+    def present(self) -> bool:
+        return self.server.args.ask_sdk
+
+    def __call__(self, request: Any) -> str | None:
+        if not self.server.args.ask_sdk:
+            return None
+        body = {"subtype": "can_use_tool", "tool_name": request.tool, "input": request.input}
+        body.update(tool_use_id=request.call_id, decision_reason=request.reason)
+        body["permission_suggestions"] = [suggestion(r) for r in request.suggestions]
+        self.server.state("requires_action")
+        try:
+            answer = self.server.channel.request(body)
+        except Closed:
+            return None
+        except AgiError as e:
+            request.extra["message"] = str(e)
+            return "reject_once"
+        finally:
+            self.server.state("running")
+        if answer.get("behavior") == "allow":
+            new = answer.get("updatedInput")
+            if isinstance(new, dict) and new != request.input:
+                request.extra["updated_input"] = new
+            return "allow_once"
+        request.extra["message"] = answer.get("message") or "the SDK's can_use_tool said no"
+        if answer.get("interrupt") and self.server.run is not None:
+            self.server.run.interrupt()
+        return "reject_once"
+
+
+def suggestion(rule: str) -> dict[str, Any]:
+    tool, _, rest = rule.partition("(")
+    entry: dict[str, Any] = {"toolName": tool}
+    if rest:
+        entry["ruleContent"] = rest[:-1]
+    return {"type": "addRules", "rules": [entry], "behavior": "allow", "destination": "session"}
+
+
+class Server:
+    """The protocol's state: the parsed flags, stdout, the run once opened, the inbox."""
+
+    def __init__(self, args: flags.SdkArgs, channel: Channel, relay: Relay):
+        self.args, self.channel, self.relay = args, channel, relay
+        self.inbox: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self.run: Any = None
+        self.view: Any = None  # SdkView once the run is open
+        self.settings: Any = None  # Settings once loaded
+        self.session_id = ""
+        self.reads_state = os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1"
+        self.mcp = self.mcp_file()
+        self.hooks: Path | None = None
+        self.mode = flags.mode_of(args.sdk.permission_mode or "default")
+        self.turn_running = threading.Event()
+
+    # opening
+
+    def mcp_file(self) -> Path | None:
+        """--mcp-config's servers, the SDK's in-process ones (`"type": "sdk"`) as relays."""
+        servers = flags.mcp_servers(self.args.sdk.mcp_config)
+        if not servers:
+            return None
+        for name, server in list(servers.items()):
+            if isinstance(server, dict) and server.get("type") == "sdk":
+                command = self.relay.command("mcp", name)
+                servers[name] = {"command": command[0], "args": command[1:]}
+        path = self.args.temp / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+        return path
+
+    def hooks_file(self, config: Any) -> Path | None:
+        """The hooks `initialize` names, as command hooks that relay to the SDK's callbacks;
+        an event agi does not run is refused (never a hook silently left out)."""
+        # lazy: only a run with hooks loads them (docs: development)
+        from agi.claude.hooks.settings import EVENTS
+
+        if not isinstance(config, dict) or not config:
+            return None
+        table: dict[str, list[dict[str, Any]]] = {}
+        for event, matchers in config.items():
+            if event not in EVENTS:
+                raise UsageError(f"initialize: agi does not run {event} hooks")
+            for m in matchers or []:
+                timeout = m.get("timeout") or 60
+                entries = [
+                    {
+                        "type": "command",
+                        "command": shlex.join(self.relay.command("hook", cid)),
+                        "timeout": timeout,
+                    }  # fmt: skip
+                    for cid in m.get("hookCallbackIds") or []
+                ]
+                group: dict[str, Any] = {"hooks": entries}
+                if m.get("matcher"):
+                    group["matcher"] = m["matcher"]
+                table.setdefault(event, []).append(group)
+        path = self.args.temp / "hooks.json"
+        path.write_text(json.dumps({"hooks": table}), encoding="utf-8")
+        return path
+
+    def load(self) -> Settings:
+        return Settings.load(*flags.layers(self.args, self.hooks, self.mcp))
+
+    def session_choice(self, home: Path) -> Any:
+        """The session: --resume ID, --session-id ID, --continue, --fork-session; a new UUID."""
+        from agi.engine.spec import SessionChoice
+
+        s = self.args.sdk
+        sessions = home / "sessions"
+        for flag, value in (("--resume", s.resume), ("--session-id", s.session_id)):
+            if value is not None and not NAME.match(value):
+                raise UsageError(f"{flag} {value!r}: not a session id")
+        if s.resume:
+            old = sessions / s.resume
+            if not (old / "messages.jsonl").is_file():
+                raise UsageError(f"--resume {s.resume}: no conversation found with that id")
+            if s.fork_session:
+                new = s.session_id or str(uuid.uuid4())
+                return SessionChoice(path=sessions / new, fork=old)
+            return SessionChoice(path=old)
+        if s.cont:
+            return SessionChoice(cont=True)
+        new = s.session_id or str(uuid.uuid4())
+        if (sessions / new / "messages.jsonl").is_file():
+            raise UsageError(f"--session-id {new}: that session is already in use")
+        return SessionChoice(path=sessions / new)
+
+    def open(self) -> None:
+        from agi.engine.spec import RunSpec
+
+        settings = self.settings = self.load()
+        choice = self.session_choice(settings.home)
+        if choice.path is not None:
+            choice.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        sid = choice.path.name if choice.path is not None else ""
+        self.view = SdkView(
+            self.channel, sid, settings.model.label, self.args.sdk.include_partial_messages
+        )
+        spec = RunSpec(
+            settings,
+            view=self.view,
+            ask=SdkAsk(self),
+            mode=self.mode,
+            default_asks=True,  # Claude Code's default mode: changes are put to the SDK
+            interactive=True,
+            session=choice,
+            record={"front_end": "claude-agent-sdk"},
+        )
+        self.run = engine.open(spec)
+        self.session_id = self.run.session.path.name
+        self.view.session_id = self.session_id
+
+    # the protocol
+
+    def state(self, state: str) -> None:
+        if self.reads_state:
+            self.channel.send({"type": "system", "subtype": "session_state_changed",
+                               "state": state, "session_id": self.session_id,
+                               "uuid": str(uuid.uuid4()), "sdk_host_only": True})  # fmt: skip
+
+    def initialized(self) -> dict[str, Any]:
+        return {
+            "commands": [
+                {
+                    "name": c.name,
+                    "description": getattr(c, "description", "") or "",
+                    "argumentHint": "",
+                }
+                for c in self.settings.commands
+            ],  # fmt: skip
+            "models": [
+                {
+                    "value": self.settings.model.label,
+                    "displayName": self.settings.model.label,
+                    "description": "agi's model",
+                }
+            ],  # fmt: skip
+            "current_permission_mode": self.mode,
+            "pid": os.getpid(),
+            "agi_version": __version__,
+            "claude_code_version": CLAUDE_CODE_VERSION,
+            "output_style": "default",
+            "available_output_styles": ["default"],
+            "account": {},
+        }
+
+    def init_message(self) -> dict[str, Any]:
+        tools = list(self.run.agent.toolbox.tools)
+        servers = json.loads(self.mcp.read_text()).get("mcpServers", {}) if self.mcp else {}
+        return {
+            "type": "system",
+            "subtype": "init",
+            "session_id": self.session_id,
+            "uuid": str(uuid.uuid4()),
+            "cwd": os.getcwd(),
+            "tools": tools,
+            "mcp_servers": [{"name": n, "status": "connected"} for n in servers],
+            "model": self.settings.model.label,
+            "permissionMode": self.mode,
+            "slash_commands": [c.name for c in self.settings.commands],
+            "agents": [a.name for a in self.settings.agents],
+            "skills": [s.name for s in self.settings.skills],
+            "apiKeySource": "none",
+            "output_style": "default",
+            "claude_code_version": CLAUDE_CODE_VERSION,
+            "agi_version": __version__,
+        }
+
+    def control(self, message: dict[str, Any]) -> None:
+        """A control request from the SDK, answered at once (from the reader's thread), but
+        `initialize` and `set_model`, which the main thread takes in order."""
+        request_id = str(message.get("request_id"))
+        body = message.get("request") or {}
+        subtype = body.get("subtype")
+        if subtype in ("initialize", "set_model"):
+            self.inbox.put((subtype, message))
+            return
+        try:
+            if subtype == "interrupt":
+                if self.run is not None and self.turn_running.is_set():
+                    self.run.interrupt()
+                self.channel.answer(request_id, {})
+            elif subtype == "set_permission_mode":
+                mode = flags.mode_of(str(body.get("mode")))
+                if self.run is not None:
+                    self.run.set_mode(mode)
+                self.mode = mode
+                self.channel.answer(request_id, {"mode": mode})
+            elif subtype == "mcp_status":
+                servers = json.loads(self.mcp.read_text()).get("mcpServers", {}) if self.mcp else {}
+                status = [{"name": n, "status": "connected"} for n in servers]
+                self.channel.answer(request_id, {"mcpServers": status})
+            elif subtype == "get_context_usage":
+                usage = self.run.meter.total if self.run is not None else None
+                self.channel.answer(request_id, {"usage": anthropic_usage(usage)})
+            else:
+                self.channel.answer(request_id, None, f"agi does not support {subtype!r}")
+        except (AgiError, ValueError) as e:
+            self.channel.answer(request_id, None, str(e))
+
+    def read(self) -> None:
+        """stdin, line by line, on its own thread; its end is queued as None."""
+        stdin = sys.stdin.buffer
+        try:
+            while True:
+                line = stdin.readline(LINE_LIMIT)
+                if not line:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    sys.stderr.write("agi: stdin: a line that is not JSON was skipped\n")
+                    continue
+                kind = message.get("type") if isinstance(message, dict) else None
+                if kind == "control_response":
+                    self.channel.resolve(message.get("response") or {})
+                elif kind == "control_request":
+                    self.control(message)
+                elif kind == "user":
+                    self.inbox.put(("user", message))
+        finally:
+            self.channel.close()
+            self.inbox.put(None)
+
+    def serve(self) -> int:
+        threading.Thread(target=self.read, name="agi-sdk-stdin", daemon=True).start()
+        try:
+            while True:
+                item = self.inbox.get()
+                if item is None:
+                    return 0
+                kind, message = item
+                if kind == "initialize":
+                    self.initialize(message)
+                elif kind == "set_model":
+                    self.set_model(message)
+                else:
+                    if self.run is None:
+                        self.open()
+                    self.turn(message)
+        finally:
+            if self.run is not None:
+                try:
+                    self.run.end_hooks("other")
+                finally:
+                    self.run.close()
+
+    def initialize(self, message: dict[str, Any]) -> None:
+        request_id = str(message.get("request_id"))
+        try:
+            if self.run is None:
+                self.hooks = self.hooks_file((message.get("request") or {}).get("hooks"))
+                self.open()
+            self.channel.answer(request_id, self.initialized())
+        except AgiError as e:
+            self.channel.answer(request_id, None, str(e))
+            raise
+
+    def set_model(self, message: dict[str, Any]) -> None:
+        request_id = str(message.get("request_id"))
+        model = (message.get("request") or {}).get("model")
+        try:
+            if self.run is None:
+                self.open()
+            if model:
+                layer = overlay(flags.SOURCE, {"model": "set_model"}, model=flags.model_name(model))
+                self.reopen(self.settings.over(layer))
+            self.channel.answer(request_id, {})
+        except AgiError as e:
+            self.channel.answer(request_id, None, str(e))
+
+    def reopen(self, settings: Settings) -> None:
+        """The run again on the same session with other settings (set_model)."""
+        from agi.engine.spec import RunSpec, SessionChoice
+
+        old = self.run
+        old.close()
+        self.settings = settings
+        self.view.model = settings.model.label
+        choice = SessionChoice(path=old.session.path)
+        spec = RunSpec(settings, view=self.view, ask=SdkAsk(self), mode=self.mode,
+                       default_asks=True, interactive=True, meter=old.meter, saved=old.metered,
+                       session=choice, session_start=False)  # fmt: skip
+        self.run = engine.open(spec)
+
+    def turn(self, message: dict[str, Any]) -> None:
+        prompt = prompt_text(message.get("message") or {})
+        view, run = self.view, self.run
+        assert view is not None
+        self.channel.send(self.init_message())
+        self.state("running")
+        view.begin_turn()
+        started = time.monotonic()
+        subtype, error, structured = "success", "", None
+        self.turn_running.set()
+        try:
+            if self.settings.schema is not None:
+                structured = run.ask(prompt).answer
+            else:
+                run.turn(prompt)
+        except StepLimit as e:
+            subtype, error = "error_max_turns", str(e)
+        except CostLimit as e:
+            subtype, error = "error_max_budget_usd", str(e)
+        except Cancelled:
+            subtype, error = "error_during_execution", "interrupted"
+        except AgiError as e:
+            subtype, error = "error_during_execution", str(e)
+        finally:
+            self.turn_running.clear()
+            view.end_reply()
+            run.resume()
+        total = run.meter.total  # the process's whole usage so far
+        result: dict[str, Any] = {
+            "type": "result",
+            "subtype": subtype,
+            "duration_ms": int((time.monotonic() - started) * 1000),
+            "duration_api_ms": int(view.api_seconds * 1000),
+            "is_error": subtype != "success",
+            "num_turns": view.steps,
+            "session_id": self.session_id,
+            "result": error or view.last_text,
+            "stop_reason": "end_turn" if not error else None,
+            "total_cost_usd": total.cost or 0.0,
+            "usage": anthropic_usage(total),
+            "permission_denials": [],
+            "uuid": str(uuid.uuid4()),
+        }
+        if error:
+            result["errors"] = [error]
+        if structured is not None:
+            result["structured_output"] = structured
+        self.channel.send(result)
+        self.state("idle")
+
+
+def prompt_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, dict) and block.get("type") == "image":
+            raise UsageError("image blocks are not supported by agi's SDK protocol yet")
+    return "\n".join(parts)
+
+
+def serve(argv: list[str]) -> int:
+    """The protocol until stdin ends (exit 0); bad flags are exit 2 before anything is read."""
+    with tempfile.TemporaryDirectory(prefix="agi-sdk-") as temp:
+        os.chmod(temp, 0o700)
+        args = flags.parse(argv, Path(temp))
+        channel = Channel()
+        relay = Relay(channel, Path(temp))
+        try:
+            server = Server(args, channel, relay)
+            server.load()  # bad options: exit 2 now
+            if not args.streaming:
+                server.open()
+                server.turn({"message": {"role": "user", "content": args.prompt}})
+                return 0
+            return server.serve()
+        finally:
+            relay.close()
