@@ -16,7 +16,7 @@ from agi.api.events import Event, ResultEvent, typed
 from agi.api.options import Call, resolve
 from agi.engine.result import RunResult
 from agi.errors import AgiError, Cancelled, SchemaError
-from agi.frontends.views.terminal import Silent, Terminal
+from agi.frontends.views.terminal import Silent, Terminal, colored
 from agi.providers.pool import ClientPool
 
 if TYPE_CHECKING:
@@ -107,7 +107,8 @@ def quiet_view(call: Call) -> Any:
     import sys
 
     if call.settings.verbose and not call.settings.quiet:
-        return Terminal(color=sys.stderr.isatty(), spinner=False)
+        tty = sys.stderr.isatty()
+        return Terminal(color=colored(call.settings.color, tty), spinner=False, cursor=tty)
     return Silent()
 
 

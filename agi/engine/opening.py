@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from agi.engine.assemble import Context, deadline_for
 from agi.errors import UsageError
-from agi.frontends.views.terminal import Silent, Terminal
+from agi.frontends.views.terminal import Silent, Terminal, colored
 from agi.providers.cost import Meter
 from agi.sessions.files import make_private_dir
 from agi.sessions.fork import fork
@@ -29,7 +29,8 @@ def make_view(settings: Settings, interactive: bool) -> View:
     tty = sys.stderr.isatty()
     if settings.quiet or not (tty or settings.verbose):
         return Silent()
-    return Terminal(color=tty, spinner=tty and not interactive)
+    color = colored(settings.color, tty)
+    return Terminal(color=color, spinner=tty and not interactive, cursor=tty)
 
 
 def open_session(settings: Settings, choice: SessionChoice) -> Session:

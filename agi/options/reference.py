@@ -76,6 +76,8 @@ def environment() -> list[tuple[str, str]]:
         ("AGI_CONFIG", "the config file (see FILES)"),
         ("AGI_HOME", "where agi keeps sessions, their index and caches; default "
          "`${XDG_STATE_HOME:-~/.local/state}/agi`"),
+        ("NO_COLOR", "set to anything but the empty string: no colour on stderr under "
+         "`--color auto` (the default)"),
     ]  # fmt: skip
     keys = [key for _, key, _ in PROVIDERS.values() if key]
     urls = [url for _, _, url in PROVIDERS.values() if url]

@@ -93,6 +93,7 @@ class Settings:
     output: str = "text"
     verbose: bool = False
     quiet: bool = False
+    color: str = "auto"  # --color: auto, always or never (NO_COLOR under auto)
     home: Path = field(default_factory=Path)
     hooks: Hooks | None = None  # when any hooks file is given
     agents: list[AgentFile] = field(default_factory=list)  # subagent definitions
@@ -193,6 +194,7 @@ class Settings:
             output=o.output or "text",
             verbose=bool(o.verbose),
             quiet=bool(o.quiet),
+            color=o.color or "auto",
             home=agi_home(),
             warnings=warnings,
             schema=_schema(o.schema, r.where("schema")),

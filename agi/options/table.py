@@ -113,6 +113,11 @@ OPTIONS: tuple[Option, ...] = (
         ("-v", "--verbose"), "switch", type="bool", check=c.BOOL, default=False),
     Opt("quiet", "no progress, only errors", "general", ("-q", "--quiet"), "switch", type="bool",
         check=c.BOOL, default=False, doc="no progress on stderr, even in a terminal: only errors"),
+    Opt("color", "colour on stderr: auto (a terminal, unless NO_COLOR is set), always, never",
+        "general", ("--color",), type="str", check=c.one_of("auto", "always", "never"),
+        default="auto", choices=("auto", "always", "never"),
+        doc="colour in what stderr shows: `auto` when stderr is a terminal and `NO_COLOR` is "
+        "unset or empty (no-color.org), `always` (with `-v` in a pipe too), `never`"),
     # the model and its endpoint
     Opt("model", "PROVIDER:MODEL or a bare model name (env AGI_MODEL)", "model",
         ("-m", "--model"), metavar="MODEL", type="str", check=c.TEXT, env="AGI_MODEL",

@@ -110,6 +110,7 @@ class Options:
     output: str | None = None
     verbose: bool | None = None
     quiet: bool | None = None
+    color: str | None = None  # "auto", "always" or "never" (NO_COLOR under auto)
     profiles: dict[str, Any] | None = None  # agi --serve's models (docs: serve)
 
 

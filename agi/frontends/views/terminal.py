@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
 
 SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 DIM, RED, CYAN, RESET = "\033[2m", "\033[31m", "\033[36m", "\033[0m"
+
+
+def colored(setting: str, tty: bool) -> bool:
+    """Whether stderr gets colour: `--color always` or `never`, else (`auto`) a terminal with
+    no `NO_COLOR` set to anything but the empty string (no-color.org)."""
+    if setting in ("always", "never"):
+        return setting == "always"
+    return tty and not os.environ.get("NO_COLOR")
 
 
 def short(value: Any, width: int = 100) -> str:
@@ -69,11 +78,19 @@ class Silent:
 
 
 class Terminal(Silent):
-    """A terminal (or -v): the run as it happens; a spinner when colour is on."""
+    """A terminal (or -v): the run as it happens; `color` paints it, `cursor` (a terminal;
+    by default when painted) lets a spinner rewrite its line."""
 
-    def __init__(self, out: TextIO | None = None, color: bool = True, spinner: bool = True):
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        color: bool = True,
+        spinner: bool = True,
+        cursor: bool | None = None,
+    ):
         super().__init__(out)
         self.color = color
+        self.cursor = color if cursor is None else cursor
         self.lock = threading.Lock()
         self.status = ""  # what the spinner says; empty: no spinner
         self.since = time.monotonic()
@@ -83,7 +100,7 @@ class Terminal(Silent):
         self.tool_starts: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        if spinner and color:
+        if spinner and self.cursor:
             self._thread = threading.Thread(target=self._spin, daemon=True)
             self._thread.start()
 
@@ -107,7 +124,7 @@ class Terminal(Silent):
             if self.in_reasoning:
                 self.out.write("\n")
                 self.in_reasoning = False
-            elif self.color:
+            elif self.cursor:
                 self.out.write("\r\033[K")
             self.out.write(text + "\n")
             self.out.flush()
@@ -118,7 +135,7 @@ class Terminal(Silent):
         elif isinstance(event, ReasoningDelta):
             with self.lock:
                 if not self.in_reasoning:
-                    self.out.write(("\r\033[K" if self.color else "") + self.paint("✻ ", DIM))
+                    self.out.write(("\r\033[K" if self.cursor else "") + self.paint("✻ ", DIM))
                     self.in_reasoning = True
                 self.out.write(self.paint(escape_controls(event.text), DIM))
                 self.out.flush()
@@ -168,7 +185,7 @@ class Terminal(Silent):
             if self.in_reasoning:
                 self.out.write("\n")
                 self.in_reasoning = False
-            if self.color:
+            if self.cursor:
                 self.out.write("\r\033[K")
             self.out.flush()
         self.status = ""

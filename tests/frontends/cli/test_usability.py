@@ -28,3 +28,58 @@ def test_a_mistyped_flag_or_setting_names_the_closest(agi, tmp_path):
         assert result.returncode == 2
         assert "did you mean 'providers.mine.base_url'?" in result.stderr
         assert server.requests == []
+
+
+COLOURS = ("\033[2m", "\033[31m", "\033[36m", "\033[0m")
+
+
+def on_a_terminal(env: dict[str, str], cwd, *args: str, **extra: str) -> str:
+    """`agi ARGS` with stderr on a pseudo-terminal (stdout a pipe): what the terminal showed."""
+    import os
+    import pty
+    import subprocess
+
+    from conftest import AGI
+
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(
+            [AGI, *args], env={**env, **extra}, cwd=cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=slave, timeout=60,
+        )  # fmt: skip
+        os.close(slave)
+        assert done.returncode == 0, done
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed: all is read
+                break
+            if not chunk:
+                break
+            shown += chunk
+        return shown.decode()
+    finally:
+        os.close(master)
+
+
+def test_colour_follows_no_color_and_the_color_flag(agi, env, tmp_path):
+    painted = lambda shown: any(code in shown for code in COLOURS)  # noqa: E731
+    with FakeModel(*[text("ok")] * 6) as server:
+        env = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+        shown = on_a_terminal(env, tmp_path, "--no-stdin", "hi")
+        assert painted(shown) and "✓" in shown  # a terminal: colour
+        shown = on_a_terminal(env, tmp_path, "--no-stdin", "hi", NO_COLOR="1")
+        assert not painted(shown) and "✓" in shown  # the same lines, unpainted
+        shown = on_a_terminal(env, tmp_path, "--no-stdin", "--color", "always", "hi", NO_COLOR="1")
+        assert painted(shown)
+        assert not painted(on_a_terminal(env, tmp_path, "--no-stdin", "--color=never", "hi"))
+        result = agi("--no-stdin", "-v", "--color", "always", "hi", server=server)
+        assert painted(result.stderr) and "\r" not in result.stderr  # a pipe: no cursor moves
+        result = agi("--no-stdin", "-v", "hi", server=server)
+        assert result.returncode == 0 and "✓" in result.stderr and not painted(result.stderr)
+    (tmp_path / "config.toml").write_text('color = "sometimes"\n')
+    result = agi("--no-stdin", "hi", server=server)
+    assert result.returncode == 2 and "color must be one of auto, always, never" in result.stderr
+    result = agi("--no-stdin", "--color", "sometimes", "hi")
+    assert result.returncode == 2 and "--color" in result.stderr and result.stdout == ""
