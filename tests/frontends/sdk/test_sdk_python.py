@@ -1,0 +1,141 @@
+"""The Python Claude Agent SDK (claude-agent-sdk, pinned in the test extra) as the client of
+`agi` as its CLI (cli_path), against the scripted model server (docs: claude-agent-sdk)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    PermissionResultDeny,
+    ResultMessage,
+    create_sdk_mcp_server,
+    query,
+    tool,
+)
+
+from conftest import AGI
+from fakeserver import FakeModel, call, text
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def options(env: dict[str, str], server: FakeModel, tmp_path: Path, **more) -> ClaudeAgentOptions:
+    e = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+    e["CLAUDE_CONFIG_DIR"] = str(tmp_path / "claude")
+    return ClaudeAgentOptions(cli_path=AGI, env=e, cwd=str(tmp_path), **more)
+
+
+async def collect(prompt, opts: ClaudeAgentOptions) -> list:
+    async def one():
+        yield {"type": "user", "message": {"role": "user", "content": prompt}}
+
+    return [m async for m in query(prompt=one(), options=opts)]
+
+
+def test_query_answers_with_a_result(env, tmp_path):
+    with FakeModel(text("hello from agi")) as server:
+        got = asyncio.run(collect("hi", options(env, server, tmp_path)))
+    result = got[-1]
+    assert isinstance(result, ResultMessage)
+    assert (result.subtype, result.is_error, result.result) == ("success", False, "hello from agi")
+    assert result.num_turns == 1 and result.session_id
+    assert (Path(env["AGI_HOME"]) / "sessions" / result.session_id / "messages.jsonl").is_file()
+
+
+def test_can_use_tool_denies_a_write(env, tmp_path):
+    target = tmp_path / "out.txt"
+    asked = []
+
+    async def deny(name, input, context):
+        asked.append((name, input))
+        return PermissionResultDeny(message="no writing here")
+
+    with FakeModel(call("Write", file_path=str(target), content="x"), text("ok")) as server:
+        opts = options(env, server, tmp_path, can_use_tool=deny)
+        got = asyncio.run(collect("write it", opts))
+        seen = server.requests[-1]["messages"][-1]
+    assert asked and asked[0][0] == "Write"
+    assert not target.exists()
+    assert seen["role"] == "tool" and "no writing here" in seen["content"]
+    assert got[-1].subtype == "success"
+
+
+def test_a_pre_tool_use_hook_blocks_bash(env, tmp_path):
+    marker = tmp_path / "ran"
+    heard = []
+
+    async def block(input, tool_use_id, context):
+        heard.append(input["tool_input"]["command"])
+        decision = {"permissionDecision": "deny", "permissionDecisionReason": "no shell today"}
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **decision}}
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[block])]}
+    with FakeModel(call("Bash", command=f"touch {marker}"), text("ok")) as server:
+        opts = options(env, server, tmp_path, hooks=hooks, permission_mode="bypassPermissions")
+        asyncio.run(collect("run it", opts))
+        seen = server.requests[-1]["messages"][-1]
+    assert heard == [f"touch {marker}"]
+    assert not marker.exists()
+    assert "no shell today" in seen["content"]
+
+
+def test_an_sdk_mcp_tool_is_called(env, tmp_path):
+    calls = []
+
+    @tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(args):
+        calls.append(args)
+        return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+
+    server_config = create_sdk_mcp_server("calc", tools=[add])
+    with FakeModel(call("mcp__calc__add", a=2, b=3), text("5")) as server:
+        opts = options(env, server, tmp_path, mcp_servers={"calc": server_config},
+                       allowed_tools=["mcp__calc__add"])  # fmt: skip
+        got = asyncio.run(collect("add", opts))
+        seen = server.requests[-1]["messages"][-1]
+    assert calls == [{"a": 2, "b": 3}]
+    assert seen["content"] == "5"
+    assert got[-1].subtype == "success"
+
+
+def test_json_schema_gives_structured_output(env, tmp_path):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    with FakeModel(text("seven"), text(json.dumps({"n": 7}))) as server:
+        opts = options(
+            env, server, tmp_path, output_format={"type": "json_schema", "schema": schema}
+        )
+        got = asyncio.run(collect("a number", opts))
+    assert got[-1].structured_output == {"n": 7}
+
+
+def test_max_turns_ends_with_its_subtype(env, tmp_path):
+    with FakeModel(call("Read", file_path=str(tmp_path / "x"))) as server:
+        got = asyncio.run(collect("loop", options(env, server, tmp_path, max_turns=1)))
+    assert (got[-1].subtype, got[-1].is_error) == ("error_max_turns", True)
+
+
+def test_client_over_several_turns_then_resume(env, tmp_path):
+    async def talk(opts: ClaudeAgentOptions) -> list[str]:
+        answers = []
+        async with ClaudeSDKClient(options=opts) as client:
+            for prompt in ("one", "two"):
+                await client.query(prompt)
+                async for m in client.receive_response():
+                    if isinstance(m, ResultMessage):
+                        answers.append((m.result, m.session_id))
+        return answers
+
+    with FakeModel(text("first"), text("second"), text("third")) as server:
+        answers = asyncio.run(talk(options(env, server, tmp_path)))
+        sid = answers[0][1]
+        assert [a for a, _ in answers] == ["first", "second"] and answers[1][1] == sid
+        again = asyncio.run(collect("three", options(env, server, tmp_path, resume=sid)))
+        sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert again[-1].session_id == sid and again[-1].result == "third"
+    assert sent == ["one", "two", "three"]
