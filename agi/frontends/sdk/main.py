@@ -23,6 +23,7 @@ from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
 from agi.frontends.sdk import flags
 from agi.frontends.sdk.channel import Channel, Closed, Relay
 from agi.frontends.sdk.stream import SdkView, anthropic_usage
+from agi.frontends.sdk.transcripts import ClaudeTranscript
 from agi.options.settings import Settings
 from agi.options.values import overlay
 
@@ -91,6 +92,7 @@ class Server:
         self.hooks: Path | None = None
         self.mode = flags.mode_of(args.sdk.permission_mode or "default")
         self.turn_running = threading.Event()
+        self.transcript: ClaudeTranscript | None = None
 
     # opening
 
@@ -188,6 +190,8 @@ class Server:
         self.run = engine.open(spec)
         self.session_id = self.run.session.path.name
         self.view.session_id = self.session_id
+        if not settings.ephemeral:  # where the SDKs' list_sessions() reads (docs)
+            self.transcript = ClaudeTranscript(self.run.session, os.getcwd())
 
     # the protocol
 
@@ -392,6 +396,11 @@ class Server:
             view.end_reply()
             run.resume()
         total = run.meter.total  # the process's whole usage so far
+        if self.transcript is not None:
+            try:
+                self.transcript.update()
+            except OSError as e:
+                view.warn(f"the Claude-format transcript: {e.strerror or e}")
         result: dict[str, Any] = {
             "type": "result",
             "subtype": subtype,

@@ -139,3 +139,25 @@ def test_client_over_several_turns_then_resume(env, tmp_path):
         sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
     assert again[-1].session_id == sid and again[-1].result == "third"
     assert sent == ["one", "two", "three"]
+
+
+def test_list_sessions_finds_agis_sessions(env, tmp_path, monkeypatch):
+    from claude_agent_sdk import get_session_messages, list_sessions
+
+    with FakeModel(text("listed")) as server:
+        got = asyncio.run(collect("find me", options(env, server, tmp_path)))
+    sid = got[-1].session_id
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    found = {s.session_id: s for s in list_sessions(directory=str(tmp_path))}
+    assert sid in found and found[sid].first_prompt == "find me"
+    texts = [str(m.message) for m in get_session_messages(sid, directory=str(tmp_path))]
+    assert any("listed" in t for t in texts)
+
+
+def test_max_budget_usd_ends_with_its_subtype(env, tmp_path):
+    (tmp_path / "config.toml").write_text('[prices."fake-model"]\ninput = 1000\noutput = 1000\n')
+    with FakeModel(call("Read", file_path=str(tmp_path / "x"))) as server:
+        opts = options(env, server, tmp_path, max_budget_usd=0.001)
+        got = asyncio.run(collect("spend", opts))
+    assert (got[-1].subtype, got[-1].is_error) == ("error_max_budget_usd", True)
+    assert got[-1].total_cost_usd > 0
