@@ -174,25 +174,13 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     out = Path(args.batch_out).expanduser() if args.batch_out else None
     if out is not None:
         lock_out(out)  # held until the process ends: no second batch runs these jobs
-    done = done_keys(out) if out is not None else set()
-    known = regular(args.batch)
-    total = 0
-    if known:  # checked whole first: a bad line anywhere runs nothing
-
-        def check(job: BatchJob) -> None:
-            nonlocal total
-            check_job(plan, job, budget)
-            total += mine(job, shard) and job.key not in done
-
-        read_input(args.batch, base, check)
-    writer = Writer(out, secrets)
-    tally = Tally()
-    tty = sys.stderr.isatty()
+    done, known = done_keys(out) if out is not None else set(), regular(args.batch)
+    total = checked_whole(args.batch, base, plan, budget, shard, done) if known else 0
+    writer, tally, tty = Writer(out, secrets), Tally(), sys.stderr.isatty()
     shown = (tty or base.verbose) and not base.quiet  # -v: progress where stderr is no terminal
     progress = Progress(total, budget, enabled=shown, redraw=tty)
-    pool = ClientPool()  # the workers' HTTP clients and one backoff per endpoint
+    pool, stop = ClientPool(), Stop()  # the workers' HTTP clients, one backoff per endpoint
     runs = LocalRuns(plan, budget, args.jobs or 4, progress, pool)
-    stop = Stop()
 
     def admit(job: BatchJob) -> None:
         key = check_job(plan, job, budget)
@@ -204,8 +192,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         if not known:  # a pipe: the jobs so far, while it goes on
             progress.total, progress.reading = taken, reading
 
-    waiting = Waiting(stop.starting.is_set, base.timeout)
-    lines = open_input(args.batch, base.stdin_limit, waiting)
+    lines = open_input(args.batch, base.stdin_limit, Waiting(stop.starting.is_set, base.timeout))
     feed = Feed(iter_jobs(lines), shard, done, admit, counted)
 
     def report(outcome: Outcome) -> None:
@@ -227,6 +214,11 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         else:
             writer.close()
             pool.close()
+    return finish(writer, feed, stop, tally, budget, out is not None)
+
+
+def finish(writer: Writer, feed: Feed, stop: Stop, tally: Tally, budget: Budget, kept: bool) -> int:
+    """The exit status after the run, and its one `agi:` line."""
     if writer.failed is not None and stop.signum is None:
         sys.stderr.write(f"agi: {writer.failed}; a rerun runs the jobs it does not hold\n")
         return 1
@@ -234,7 +226,28 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         written = f" ({tally.done} jobs before it written)" if tally.done else ""
         sys.stderr.write(f"agi: {feed.error}{written}\n")
         return feed.error.exit_code
-    return ending(stop, tally, feed.taken, budget, out is not None)
+    return ending(stop, tally, feed.taken, budget, kept)
+
+
+def checked_whole(
+    name: str,
+    base: Settings,
+    plan: Plan,
+    budget: Budget,
+    shard: tuple[int, int] | None,
+    done: set[str],
+) -> int:
+    """A regular file's first reading: every job checked before any runs (a bad line anywhere
+    runs nothing); the number of jobs this run will take."""
+    total = 0
+
+    def check(job: BatchJob) -> None:
+        nonlocal total
+        check_job(plan, job, budget)
+        total += mine(job, shard) and job.key not in done
+
+    read_input(name, base, check)
+    return total
 
 
 def provider(args: argparse.Namespace, layer: Layer, base: Settings, jobs: list[BatchJob]) -> int:
