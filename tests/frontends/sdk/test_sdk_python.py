@@ -161,3 +161,28 @@ def test_max_budget_usd_ends_with_its_subtype(env, tmp_path):
         got = asyncio.run(collect("spend", opts))
     assert (got[-1].subtype, got[-1].is_error) == ("error_max_budget_usd", True)
     assert got[-1].total_cost_usd > 0
+
+
+def test_interrupt_during_a_slow_stream(env, tmp_path):
+    async def talk(opts: ClaudeAgentOptions) -> list:
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("talk slowly")
+            got, interrupted = [], []
+            async for m in client.receive_response():
+                got.append(m)
+                delta = getattr(m, "event", {}).get("type") == "content_block_delta"
+                if delta and not interrupted:  # the reply is streaming: stop it
+                    interrupted.append(m)
+                    await client.interrupt()
+            await client.query("again")
+            async for m in client.receive_response():
+                got.append(m)
+            return got
+
+    with FakeModel(text("x" * 400, delay=0.05, pieces=200), text("after")) as server:
+        opts = options(env, server, tmp_path, include_partial_messages=True)
+        got = asyncio.run(asyncio.wait_for(talk(opts), 60))
+    results = [m for m in got if isinstance(m, ResultMessage)]
+    assert [r.subtype for r in results] == ["error_during_execution", "success"]
+    assert len(server.requests) == 2
+    assert results[1].result == "after"
