@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agi import engine
 from agi.api.budget import Budget
 from agi.api.events import Event, StepEvent, UsageEvent, typed
+from agi.api.options import NoOne
 from agi.engine.budget import BudgetedMeter
 from agi.engine.result import RunResult
 from agi.engine.spec import RunSpec, SessionChoice
@@ -216,6 +217,7 @@ class Job:
             settings,
             layer=self.shared.layer_of(self.request),
             view=self.view,
+            ask=NoOne(),  # no person at a server: what the rules leave to one is denied
             pool=self.shared.pool,
             meter=meter,
             mode=self.request.permission_mode,
