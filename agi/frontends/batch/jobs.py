@@ -20,7 +20,7 @@ from agi.fileio import loads
 from agi.options import checks
 from agi.process import STDIN_LIMIT
 
-MAX_JOBS = 100_000  # jobs a provider batch (--batch-api) holds: its input is read whole first
+MAX_JOBS = 100_000  # lines one batch input holds (docs: batch), streamed or read whole
 
 # A job's own fields, each with its check; every other option comes from the command line.
 FIELDS: tuple[str, ...] = ("id", "prompt", "schema", "exit_code", "model", "sys", "session")
@@ -184,10 +184,10 @@ def open_input(
 ) -> Iterator[bytes]:
     """The input's lines as bytes (without their newline): a file, or `-` for standard input,
     read in chunks as the lines are taken: a line over `limit` bytes (`stdin_limit`, 10 MB by
-    default) is a usage error naming it, before it is all read (docs: batch). Without
-    `waiting` (a provider batch, read whole first) an input over ten times `limit` or of more
-    than MAX_JOBS lines is one too, and a read that waits is ended by the caller's --timeout
-    alarm. A FIFO is opened without waiting for its writer."""
+    default) is a usage error naming it, before it is all read, and so is an input over ten
+    times `limit` or of more than MAX_JOBS lines, when it gets there (docs: batch). Without
+    `waiting` (a provider batch, read whole first) a read that waits is ended by the caller's
+    --timeout alarm. A FIFO is opened without waiting for its writer."""
     import os
     import sys
 
@@ -237,12 +237,12 @@ def _lines(fd: int, limit: int, shown: str, waiting: Waiting | None = None) -> I
     pieces: list[bytes] = []
     for chunk in _chunks(fd, waiting):
         total += len(chunk)
-        if waiting is None and total > 10 * limit:
+        if total > 10 * limit:
             raise UsageError(f"{shown} is over {10 * limit} bytes (ten times `stdin_limit`)")
         *complete, rest = chunk.split(b"\n")
         for piece in complete:
             number += 1
-            if waiting is None and number > MAX_JOBS:
+            if number > MAX_JOBS:
                 raise UsageError(f"{shown} has more than {MAX_JOBS} lines: split it")
             if size + len(piece) > limit:
                 raise UsageError(f"batch line {number}: longer than {limit} bytes")

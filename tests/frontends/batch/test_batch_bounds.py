@@ -64,40 +64,29 @@ def test_the_line_bound_is_stdin_limit(env, tmp_path):
     one_line(batch(env, tmp_path, str(jobs)), 2, "batch line 2", "longer than 1000 bytes")
 
 
-def test_an_input_past_the_old_line_bound_streams_in_bounded_memory(env, tmp_path):
-    """150,000 lines of 1 kB each through a pipe (past the 100,000 lines and the 10 MB x 10 an
-    input once had to fit in): read as it comes, in bounded memory; this shard's one job runs."""
-    import threading
-
-    line = ('{"prompt": "' + "x" * 1000 + '"}\n').encode()
-    with FakeModel(text("ran")) as server:
-        proc = subprocess.Popen(
-            [AGI, "--batch", "-", "--shard", "0/1000000000"],
-            env=model_env(env, server.url),
-            cwd=tmp_path,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=small,
-        )
-        assert proc.stdin is not None
-
-        def feed() -> None:
-            try:
-                for _ in range(150):
-                    proc.stdin.write(line * 1000)
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
-
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = proc.stdout.read(), proc.stderr.read()
-        proc.wait(GUARD)
-        writer.join(GUARD)
-    assert proc.returncode == 0, err.decode()
-    assert [json.loads(x)["answer"] for x in out.decode().splitlines()] == ["ran"]
+def test_an_input_that_never_ends_runs_its_jobs_and_stops_at_the_bound(env, tmp_path):
+    """`yes '{"prompt": "x"}' | agi --batch -`: jobs are taken as the lines come (this shard's
+    one job runs and is written), in little memory (the child runs under an address-space
+    limit), and the input ends at the bound in all (100,000 lines), exit 2 naming it."""
+    yes = subprocess.Popen(["yes", '{"prompt": "x"}'], stdout=subprocess.PIPE)
+    try:
+        with FakeModel(text("ran")) as server:
+            proc = subprocess.run(
+                [AGI, "--batch", "-", "--shard", "0/1000000000"],
+                env=model_env(env, server.url),
+                cwd=tmp_path,
+                stdin=yes.stdout,
+                capture_output=True,
+                preexec_fn=small,
+                timeout=GUARD,
+            )
+    finally:
+        yes.kill()
+        yes.wait()
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert [json.loads(x)["answer"] for x in proc.stdout.decode().splitlines()] == ["ran"]
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agi: ") and "100000 lines" in lines[0]
     assert len(server.requests) == 1
 
 
