@@ -113,6 +113,11 @@ OPTIONS: tuple[Option, ...] = (
         ("-v", "--verbose"), "switch", type="bool", check=c.BOOL, default=False),
     Opt("quiet", "no progress, only errors", "general", ("-q", "--quiet"), "switch", type="bool",
         check=c.BOOL, default=False, doc="no progress on stderr, even in a terminal: only errors"),
+    Opt("list_settings", "print the effective options and where each came from (keys redacted)",
+        "general", ("--list-settings",), "switch",
+        doc="print the effective options as config-file lines, each with its source (default, "
+        "the config file, an environment variable, a flag), secrets redacted; then the model, "
+        "endpoint and key variable a run would use; sends nothing"),
     Opt("color", "colour on stderr: auto (a terminal, unless NO_COLOR is set), always, never",
         "general", ("--color",), type="str", check=c.one_of("auto", "always", "never"),
         default="auto", choices=("auto", "always", "never"),

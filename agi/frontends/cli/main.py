@@ -124,6 +124,12 @@ def serve(args: argparse.Namespace) -> int | None:
     from agi.options.config import check_named_config
 
     check_named_config()  # a named config file that does not exist: exit 2, for every front end
+    if args.list_settings:  # the effective options and their sources (docs: configuration)
+        # lazy: a front end, loaded when the command line dispatches to it
+        from agi.frontends.cli.settings_list import list_settings
+
+        sys.stdout.write(list_settings(args))
+        return 0
     if args.acp:  # an editor drives agi: ACP on stdio until stdin closes
         # lazy: agi.frontends.acp.main loads asyncio
         from agi.frontends.acp.main import serve

@@ -83,3 +83,27 @@ def test_colour_follows_no_color_and_the_color_flag(agi, env, tmp_path):
     assert result.returncode == 2 and "color must be one of auto, always, never" in result.stderr
     result = agi("--no-stdin", "--color", "sometimes", "hi")
     assert result.returncode == 2 and "--color" in result.stderr and result.stdout == ""
+
+
+def test_list_settings_says_where_each_came_from_with_secrets_redacted(agi, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'max_steps = 7\nparams = { temperature = 0.2 }\n[providers.mine]\n'
+        'base_url = "http://127.0.0.1:9/v1"\napi_key = "sk-file-secret"\n'
+    )
+    env = {"AGI_MODEL": "mine:m", "AGI_API_KEY": "sk-env-secret", "NO_COLOR": ""}
+    result = agi("--list-settings", "--timeout", "9", "-q", extra_env=env)
+    assert result.returncode == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"# config file: {config}"
+    assert f"max_steps = 7  # {config}" in lines
+    assert f"params = {{ temperature = 0.2 }}  # {config}" in lines
+    assert 'model = "mine:m"  # env AGI_MODEL' in lines
+    assert "timeout = 9.0  # flag --timeout" in lines and "quiet = true  # flag --quiet" in lines
+    assert 'output = "text"  # default' in lines and "# schema: not set" in lines
+    assert 'api_key = "<redacted>"  # env AGI_API_KEY' in lines
+    assert "sk-file-secret" not in result.stdout and "sk-env-secret" not in result.stdout
+    assert lines[-1] == "# the model: mine:m at http://127.0.0.1:9/v1, the key of AGI_API_KEY"
+    config.write_text("max_step = 7\n")  # the config file is checked as for a run
+    result = agi("--list-settings", extra_env=env)
+    assert result.returncode == 2 and "did you mean 'max_steps'?" in result.stderr
