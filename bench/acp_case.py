@@ -119,13 +119,17 @@ class Client:
 
 def startup(agi: Path, env: dict[str, str], work: Path, runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {"initialize_s": [], "idle_rss_mib": [], "served_rss_mib": []}
-    out["first_session_s"] = []  # spawn -> session/new answered, initialize sent at spawn
+    out["first_session_s"] = []  # spawn -> session/new answered, asked once initialize was
     for i in range(runs + 1):
         client = Client(agi, env, work)
-        took = client.initialize()
+        client.initialize()
         at, _, _ = client.call("session/new", {"cwd": str(work), "mcpServers": []})
         if i:
             out["first_session_s"].append(at - client.started)
+        client.close()
+    for i in range(runs + 1):
+        client = Client(agi, env, work)
+        took = client.initialize()
         client.call("session/list", {})  # the library is loaded and serving: idle from here
         time.sleep(0.3)
         rss = rss_mib(client.process.pid)

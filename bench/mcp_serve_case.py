@@ -84,6 +84,10 @@ async def through_server(agi: Path, env: dict[str, str], work: Path, runs: int, 
         ):
             await session.initialize()
             pid = server_pid()
+            try:  # answered by the SDK, not before it has loaded (initialize, ping and
+                await session.list_prompts()  # tools/list may be answered earlier)
+            except Exception:  # no prompts here: "method not found" is an answer too
+                pass
             await anyio.sleep(0.5)
             out["idle_rss_mib"] = rss_mib(pid)
             await timed_call(session)  # warm-up: the first call imports the engine
