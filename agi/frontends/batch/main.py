@@ -167,10 +167,7 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
         sys.stderr.write(f"agi: {warning}\n")
     plan, budget = Plan(base, layer), Budget(base.max_cost)
     Meter(base.prices, budget.limit).require(base.model.label, base.model.model)
-    secrets = operator_keys(plan)
-    for key in secrets:  # every job's children: no job's tools see another job's key
-        withhold(key)
-    hide_keys(base.model.api_key, keep=True)  # the tools' environment, as for one run
+    secrets = withheld_keys(plan, base)
     out = Path(args.batch_out).expanduser() if args.batch_out else None
     if out is not None:
         lock_out(out)  # held until the process ends: no second batch runs these jobs
@@ -217,13 +214,24 @@ def batch(args: argparse.Namespace, layer: Layer) -> int:
     return finish(writer, feed, stop, tally, budget, out is not None)
 
 
+def withheld_keys(plan: Plan, base: Settings) -> list[str]:
+    """Every key the operator configured, withheld from every job's children from the start: no
+    job's tools see another job's key (docs: security)."""
+    secrets = operator_keys(plan)
+    for key in secrets:
+        withhold(key)
+    hide_keys(base.model.api_key, keep=True)  # the tools' environment, as for one run
+    return secrets
+
+
 def finish(writer: Writer, feed: Feed, stop: Stop, tally: Tally, budget: Budget, kept: bool) -> int:
     """The exit status after the run, and its one `agi:` line."""
     if writer.failed is not None and stop.signum is None:
         sys.stderr.write(f"agi: {writer.failed}; a rerun runs the jobs it does not hold\n")
         return 1
     if feed.error is not None and stop.signum is None:  # a bad line, a wait past --timeout
-        written = f" ({tally.done} jobs before it written)" if tally.done else ""
+        jobs = "job" if tally.done == 1 else "jobs"
+        written = f" ({tally.done} {jobs} before it written)" if tally.done else ""
         sys.stderr.write(f"agi: {feed.error}{written}\n")
         return feed.error.exit_code
     return ending(stop, tally, feed.taken, budget, kept)
