@@ -162,7 +162,8 @@ def make_guard(
 
     permissions = settings.permissions or Permissions()
     if ctx.depth == 0:  # rules name real tools (docs: permissions): a usage error otherwise
-        _warn_all(ctx, check_run(permissions.rules, list(ctx.tools or []), settings.agents))
+        rules = [*permissions.rules, *hook_conditions(settings)]  # hooks' `if` too (docs: hooks)
+        _warn_all(ctx, check_run(rules, list(ctx.tools or []), settings.agents))
     if ctx.mode is not None:
         permissions = Permissions(permissions.rules, ctx.mode)
     read_only = {t.name for t in tools if getattr(t, "read_only", False)}
@@ -421,3 +422,12 @@ def deadline_for(settings: Settings, started: float | None = None) -> float | No
     if not settings.timeout:
         return None
     return (time.monotonic() if started is None else started) + settings.timeout
+
+
+def hook_conditions(settings: Settings) -> list[Any]:
+    """The permission rules hook entries' `if` name (agi.policy.permissions.Rule): checked with
+    the run's rules, once the run's own tools are known."""
+    if settings.hooks is None:
+        return []
+    entries = (hook for hooks in settings.hooks.hooks.values() for hook in hooks)
+    return [hook.condition for hook in entries if hook.condition not in (None, False)]

@@ -47,3 +47,23 @@ def test_updated_permissions_naming_no_known_tool_are_not_learnt(agi, tmp_path):
     # no rule was learnt: the hook was asked about both calls
     asked = [p["tool_input"]["command"] for p in payloads(tmp_path, "grant")]
     assert asked == ["echo one", "echo two"]
+
+
+def test_an_if_naming_the_users_own_tool_is_checked_with_the_runs_tools(agi, tmp_path):
+    """The names an `if` may use are the run's: a user's tool (`--tool`) is one, so its hook
+    fires; the check waits for the run to know its tools, as for permission rules."""
+    import json
+
+    desc = {"name": "greet", "description": "greets", "parameters": {"type": "object"}}
+    tool = tmp_path / "greet"
+    tool.write_text(
+        "#!/usr/bin/env bash\n"
+        f"if [ \"$1\" = --describe ]; then echo '{json.dumps(desc)}'; exit 0; fi\necho hi\n"
+    )
+    tool.chmod(0o755)
+    hook = answer_with(tmp_path, "seen", {})
+    hooks = settings(tmp_path, {"PreToolUse": entry(hook, "greet", **{"if": "greet"})})
+    with FakeModel(call("greet"), text("done")) as server:
+        r = agi("--hooks", hooks, "--tool", str(tool), "go", server=server)
+    assert r.returncode == 0, r.stderr
+    assert [p["tool_name"] for p in payloads(tmp_path, "seen")] == ["greet"]

@@ -18,7 +18,7 @@ from typing import Any
 from agi.errors import ConfigError, UsageError
 from agi.fileio import loads, read_text
 from agi.policy.bash.quote import by_reference
-from agi.policy.permissions import check_tools, parse_rule
+from agi.policy.permissions import parse_rule
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 EVENTS = (
@@ -223,8 +223,7 @@ def _condition(value: Any, event: str, problem: str, notes: list[str], base: str
         notes.append(f"{problem}: `if` applies to tool events only; the hook never runs")
         return False
     try:  # as a deny rule: any part of a compound Bash line may match
-        rule = parse_rule(value, "deny", f"{problem}.if", base)
-        notes += check_tools([rule])  # a tool agi does not know, as for rules (docs: hooks)
+        rule = parse_rule(value, "deny", f"{problem}.if", base)  # its tool: checked per run
     except UsageError as e:
         raise HookSettingsError(str(e)) from e
     return rule
