@@ -1,4 +1,4 @@
-"""The Claude Agent SDKs' command line (CONTRACT section 29): the flags they send, parsed with
+"""The Claude Agent SDKs' command line (docs: claude-agent-sdk): the flags they send, parsed with
 their meaning and turned into agi's layer of options; what agi cannot honour is refused (exit
 2, naming the flag). Flags the SDKs do not know (agi's own, through `extra_args`) go to agi's
 own parser, so `extra_args={"base-url": URL}` works as on the command line."""

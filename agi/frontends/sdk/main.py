@@ -1,5 +1,5 @@
 """`agi --output-format stream-json --input-format stream-json --verbose`: the CLI protocol of
-the Claude Agent SDKs (CONTRACT section 29). stdin: `initialize` and the other control
+the Claude Agent SDKs (docs: claude-agent-sdk). stdin: `initialize` and the other control
 requests, user messages; stdout: system/init, assistant and user messages, `result`. One run on
 one session (a UUID under $AGI_HOME/sessions) over the process's life; end of input exits 0."""
 
@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from agi import __version__, engine
+from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
 from agi.frontends.sdk import flags
-from agi.frontends.sdk.channel import Channel, Closed, Relay
+from agi.frontends.sdk.asking import SdkAsk
+from agi.frontends.sdk.channel import Channel, Relay
 from agi.frontends.sdk.stream import SdkView, anthropic_usage
 from agi.frontends.sdk.transcripts import ClaudeTranscript
 from agi.options.settings import Settings
@@ -30,51 +32,6 @@ from agi.options.values import overlay
 CLAUDE_CODE_VERSION = "2.1.0"  # a version the SDKs accept (2.0.0 or later)
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 LINE_LIMIT = 64 << 20  # bytes of one stdin line at most
-
-
-class SdkAsk:
-    """The permission question put to the SDK as `can_use_tool` (when asked to, with
-    `--permission-prompt-tool stdio`; else nobody is asked and the call is denied)."""
-
-    def __init__(self, server: Server):
-        self.server = server
-
-    def present(self) -> bool:
-        return self.server.args.ask_sdk
-
-    def __call__(self, request: Any) -> str | None:
-        if not self.server.args.ask_sdk:
-            return None
-        body = {"subtype": "can_use_tool", "tool_name": request.tool, "input": request.input}
-        body.update(tool_use_id=request.call_id, decision_reason=request.reason)
-        body["permission_suggestions"] = [suggestion(r) for r in request.suggestions]
-        self.server.state("requires_action")
-        try:
-            answer = self.server.channel.request(body)
-        except Closed:
-            return None
-        except AgiError as e:
-            request.extra["message"] = str(e)
-            return "reject_once"
-        finally:
-            self.server.state("running")
-        if answer.get("behavior") == "allow":
-            new = answer.get("updatedInput")
-            if isinstance(new, dict) and new != request.input:
-                request.extra["updated_input"] = new
-            return "allow_once"
-        request.extra["message"] = answer.get("message") or "the SDK's can_use_tool said no"
-        if answer.get("interrupt") and self.server.run is not None:
-            self.server.run.interrupt()
-        return "reject_once"
-
-
-def suggestion(rule: str) -> dict[str, Any]:
-    tool, _, rest = rule.partition("(")
-    entry: dict[str, Any] = {"toolName": tool}
-    if rest:
-        entry["ruleContent"] = rest[:-1]
-    return {"type": "addRules", "rules": [entry], "behavior": "allow", "destination": "session"}
 
 
 class Server:
@@ -144,8 +101,6 @@ class Server:
 
     def session_choice(self, home: Path) -> Any:
         """The session: --resume ID, --session-id ID, --continue, --fork-session; a new UUID."""
-        from agi.engine.spec import SessionChoice
-
         s = self.args.sdk
         sessions = home / "sessions"
         for flag, value in (("--resume", s.resume), ("--session-id", s.session_id)):
@@ -167,8 +122,6 @@ class Server:
         return SessionChoice(path=sessions / new)
 
     def open(self) -> None:
-        from agi.engine.spec import RunSpec
-
         settings = self.settings = self.load()
         choice = self.session_choice(settings.home)
         if choice.path is not None:
@@ -356,8 +309,6 @@ class Server:
 
     def reopen(self, settings: Settings) -> None:
         """The run again on the same session with other settings (set_model)."""
-        from agi.engine.spec import RunSpec, SessionChoice
-
         old = self.run
         old.close()
         self.settings = settings
