@@ -186,3 +186,13 @@ def test_interrupt_during_a_slow_stream(env, tmp_path):
     assert [r.subtype for r in results] == ["error_during_execution", "success"]
     assert len(server.requests) == 2
     assert results[1].result == "after"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [["--permission-prompt-tool", "mcp__x__ask"], ["--add-dir", "/elsewhere"], ["--betas", "x"]],
+)
+def test_flags_agi_cannot_honour_are_refused_naming_them(agi, flag):
+    done = agi("--output-format", "stream-json", "--input-format", "stream-json", "--verbose",
+               *flag, input="")  # fmt: skip
+    assert done.returncode == 2 and flag[0] in done.stderr and not done.stdout
