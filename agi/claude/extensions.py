@@ -36,6 +36,8 @@ def command_settings(
     if expansion.rules:
         permissions = settings.permissions or Permissions()
         changes["permissions"] = permissions.with_rules(expansion.rules)
+        named = [*settings.tools.named, *(r.tool for r in expansion.rules)]  # opt-in ones offered
+        changes["tools"] = dataclasses.replace(settings.tools, named=named)
     if expansion.model:
         changes["model"] = command_model(settings.model, expansion.model)
     return expansion, dataclasses.replace(settings, **changes) if changes else settings

@@ -363,7 +363,8 @@ def choose(settings: Settings, ctx: Context, session: Session) -> list[Tool]:
         available.append(Task(settings.agents, Spawner(settings, ctx, session)))
     allow, exclude = settings.tools.allow, set(settings.tools.exclude)
     if allow is None:  # Glob, Grep, BashOutput, KillShell, WebFetch: only when named
-        chosen = [t for t in available if not getattr(t, "opt_in", False)]
+        named = set(settings.tools.named)
+        chosen = [t for t in available if not getattr(t, "opt_in", False) or t.name in named]
     else:
         chosen = [t for t in available if t.name in allow]
     return [t for t in chosen if t.name not in exclude]

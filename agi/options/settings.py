@@ -70,6 +70,8 @@ class ToolSources:
     none: bool = False  # --no-tools
     allow_source: str = "--tools"  # where the allowlist came from, for errors
     exclude: list[str] = field(default_factory=list)  # never offered (an agent's disallowedTools)
+    named: list[str] = field(default_factory=list)  # opt-in tools (Grep, ...) offered as well:
+    # a command's `allowed-tools` names them (without --tools; docs: plugins)
 
 
 @dataclass

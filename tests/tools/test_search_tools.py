@@ -205,3 +205,26 @@ def test_results_are_bounded_with_a_note(agi, tmp_path, backend):
     assert content.splitlines()[-1].startswith("[... ") and "more lines not shown" in content
     assert head.splitlines()[:2] == ["Found 3 files", "f007.txt"]
     assert head.splitlines()[-1].startswith("[... 127 more files not shown")
+
+
+def test_a_command_s_allowed_tools_offer_the_opt_in_tools_it_names(agi, tmp_path):
+    cwd = tree(tmp_path / "project")
+    commands = tmp_path / "commands"  # beside the config file (AGI_CONFIG is tmp_path/config.toml)
+    commands.mkdir()
+    (commands / "find.md").write_text("---\nallowed-tools: Grep, Bash(git:*)\n---\nFind it.\n")
+    steps = [call("Grep", pattern="needle", path="src"), text("found"), text("plain")]
+    with FakeModel(*steps, text("restricted")) as server:
+        r = agi("/find", server=server, cwd=cwd)
+        assert r.returncode == 0, r.stderr
+        assert agi("a plain prompt", server=server, cwd=cwd).returncode == 0
+        r = agi("--tools", "Read", "/find", server=server, cwd=cwd)  # --tools still decides
+        assert r.returncode == 0, r.stderr
+    command, after, plain, restricted = (offered(q) for q in server.requests)
+    assert "Grep" in command and "Read" in command and "Bash" in command
+    assert {"Glob", "BashOutput", "KillShell", "WebFetch"}.isdisjoint(command)  # only what it names
+    assert server.requests[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": server.requests[1]["messages"][-1]["tool_call_id"],
+        "content": "Found 1 file\nsrc/app.py",
+    }
+    assert "Grep" in after and "Grep" not in plain and set(restricted) == {"Read"}
