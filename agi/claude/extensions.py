@@ -78,6 +78,10 @@ def inventory(settings: Settings) -> str:
             if where:
                 out.append(f"      {where}")
 
+    project = settings.project
+    if project is not None:  # --project: the files it loaded, by their place in the project
+        rows = [(str(p.relative_to(project.root)), "", "") for p in project.files()]
+        section(f"project {project.root}", rows)
     section("plugins", [(p.label, "", str(p.root)) for p in settings.plugins])
     section("commands", listing(settings.commands))
     section("skills", [(s.name, _short(s.description), str(s.file)) for s in settings.skills])

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agi.attachments import check_model, read
+from agi.claude.project import Project, apply_project
 from agi.claude.subagents import load_agents
 from agi.errors import UsageError
 from agi.fileio import PROMPT_LIMIT, read_text
@@ -120,6 +121,7 @@ class Settings:
     ephemeral: bool = False  # --ephemeral: the run writes nothing of its own (docs: volume)
     keep_sessions: float | None = None  # seconds: prune older sessions when a run ends
     attachments: tuple[Attachment, ...] = ()  # -a FILE, read and checked (docs: attachments)
+    project: Project | None = None  # --project: the working directory's Claude Code files
 
     @property
     def state(self) -> Path | None:
@@ -176,11 +178,12 @@ class Settings:
         sources = [] if isolated else [file_layer(load_file(path), path), env_layer()]
         first = [Layer(defaults, "defaults")] if defaults is not None else []
         r = resolve([*first, *sources, *layers])
+        project = apply_project(r, anchor)  # --project: the working directory's .claude/
         o = r.options
         warnings: list[str] = []
         model = resolve_model(r, path)
         beside = None if isolated else path.parent  # tools/, hooks.json, agents/, ...
-        extensions = _extensions(r, beside, warnings)
+        extensions = _extensions(r, beside, warnings, project)
         if anchor is not None:
             # lazy: only a run with hooks, rules or commands loads it (docs: development)
             from agi.policy.anchors import anchored
@@ -214,6 +217,7 @@ class Settings:
             keep_sessions=_keep(o.keep_sessions, r.where("keep_sessions")),
             attachments=_attachments(o.attachments, o.attach_limit, model),
             layers=(*first, *sources, *layers),
+            project=project,
             **extensions,
         )
 
@@ -352,13 +356,12 @@ def _tool_sources(r: Resolved, home: Path | None) -> ToolSources:
     )
 
 
-def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str, Any]:
-    """Hooks, subagent files, skills, plugins, commands, settings files and permission rules
-    (with the defaults in the config's directory `home`, unless None): read and checked now
-    (bad files are usage errors); nothing is started."""
-    found: dict[str, Any] = {}
-    claude = _claude(r, warnings)
-    found.update(claude)
+def _extensions(
+    r: Resolved, home: Path | None, warnings: list[str], project: Project | None = None
+) -> dict[str, Any]:
+    """Hooks, subagents, skills, plugins, commands (`project`'s first), settings files and rules
+    (`home`: the config's directory's too): checked now (bad files: usage errors); none run."""
+    found: dict[str, Any] = dict(_claude(r, warnings))
     hook_files = paths(r, "hooks", home and home / "hooks.json")
     extra_hooks = found.pop("extra_hooks")
     if hook_files or extra_hooks:
@@ -382,7 +385,8 @@ def _extensions(r: Resolved, home: Path | None, warnings: list[str]) -> dict[str
         skills, more = load_skills(skill_dirs)
         found["skills"] = skills + found["skills"]
         warnings += more
-    command_dirs = [home / "commands"] if home and (home / "commands").exists() else []
+    command_dirs = [project.commands] if project and project.commands else []  # the user's after
+    command_dirs += [home / "commands"] if home and (home / "commands").exists() else []
     if command_dirs:
         # lazy: only a run with hooks, rules or commands loads it (docs: development)
         from agi.claude.commands import find_commands

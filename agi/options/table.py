@@ -330,6 +330,14 @@ OPTIONS: tuple[Option, ...] = (
         default="default", choices=_MODES, fronts=("acp",),
         doc="what a call no rule decides does: `default` (it runs), `dontAsk` (denied), "
         "`acceptEdits`, `plan`, `bypassPermissions` (as in Claude Code)"),
+    Opt("project", "use the working directory's Claude Code project: .claude/ settings, commands, "
+        "agents, skills; CLAUDE.md, AGENTS.md", "claude", ("--project",), "switch", type="bool",
+        check=c.BOOL, default=False,
+        doc="use the working directory's Claude Code project as Claude Code would: "
+        "`.claude/settings.json` and `.claude/settings.local.json` (hooks, permissions, env; "
+        "before `--settings` files), `.claude/commands/`, `.claude/agents/`, `.claude/skills/`, "
+        "and `CLAUDE.md` and `AGENTS.md` as system-prompt files after `--sys` (after the "
+        "built-in prompt without it); `--list-extensions` lists them; off by default"),
     Opt("list_extensions",
         "list the plugins, commands, skills, agents and hooks agi sees, and their files",
         "claude", ("--list-extensions",), "switch"),

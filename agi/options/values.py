@@ -111,6 +111,7 @@ class Options:
     verbose: bool | None = None
     quiet: bool | None = None
     color: str | None = None  # "auto", "always" or "never" (NO_COLOR under auto)
+    project: bool | None = None  # --project: the working directory's Claude Code files
     profiles: dict[str, Any] | None = None  # agi --serve's models (docs: serve)
 
 

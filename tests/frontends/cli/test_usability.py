@@ -88,7 +88,7 @@ def test_colour_follows_no_color_and_the_color_flag(agi, env, tmp_path):
 def test_list_settings_says_where_each_came_from_with_secrets_redacted(agi, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(
-        'max_steps = 7\nparams = { temperature = 0.2 }\n[providers.mine]\n'
+        "max_steps = 7\nparams = { temperature = 0.2 }\n[providers.mine]\n"
         'base_url = "http://127.0.0.1:9/v1"\napi_key = "sk-file-secret"\n'
     )
     env = {"AGI_MODEL": "mine:m", "AGI_API_KEY": "sk-env-secret", "NO_COLOR": ""}
@@ -107,3 +107,56 @@ def test_list_settings_says_where_each_came_from_with_secrets_redacted(agi, tmp_
     config.write_text("max_step = 7\n")  # the config file is checked as for a run
     result = agi("--list-settings", extra_env=env)
     assert result.returncode == 2 and "did you mean 'max_steps'?" in result.stderr
+
+
+def a_claude_project(root):
+    """A team's repository: a deny rule, a command, an agent, a skill, CLAUDE.md, AGENTS.md."""
+    claude = root / ".claude"
+    for part in ("commands", "agents", "skills/greet"):
+        (claude / part).mkdir(parents=True)
+    (claude / "settings.json").write_text('{"permissions": {"deny": ["Bash(rm:*)"]}}\n')
+    (claude / "settings.local.json").write_text('{"env": {"TEAM_MODE": "local"}}\n')
+    (claude / "commands" / "hi.md").write_text(
+        "---\ndescription: say hi\n---\nSay hi to $ARGUMENTS\n"
+    )
+    (claude / "agents" / "helper.md").write_text(
+        "---\nname: helper\ndescription: helps\n---\nYou help.\n"
+    )
+    (claude / "skills" / "greet" / "SKILL.md").write_text(
+        "---\nname: greet\ndescription: greets people\n---\nGreet.\n"
+    )
+    (root / "CLAUDE.md").write_text("Always answer in French.\n")
+    (root / "AGENTS.md").write_text("Run make test first.\n")
+    (root / "keep.txt").write_text("x")
+
+
+def test_project_uses_the_working_directorys_claude_code_files(agi, tmp_path):
+    from fakeserver import call
+
+    project = tmp_path / "repo"
+    project.mkdir()
+    a_claude_project(project)
+    listing = agi("--project", "--list-extensions", cwd=project).stdout
+    assert f"project {project}:" in listing
+    for shown in (".claude/settings.json", ".claude/settings.local.json", ".claude/commands",
+                  ".claude/agents", ".claude/skills", "CLAUDE.md", "AGENTS.md", "/hi  say hi",
+                  "helper  helps", "greet  greets people", "deny Bash(rm:*)"):  # fmt: skip
+        assert shown in listing, shown
+    assert "project" not in agi("--list-extensions", cwd=project).stdout  # off by default
+    with FakeModel(call("Bash", command="rm keep.txt"), text("bonjour"), text("hi")) as server:
+        result = agi("--no-stdin", "--project", "--sys", "default", "/hi team", server=server,
+                     cwd=project)  # fmt: skip
+        assert result.returncode == 0 and result.stdout == "bonjour\n", result.stderr
+        assert (project / "keep.txt").exists()  # the team's deny rule held
+        first, second = server.requests[0], server.requests[1]
+        system = first["messages"][0]["content"]
+        assert system.index("Always answer in French.") < system.index("Run make test first.")
+        assert not system.startswith("Always")  # after --sys (the built-in prompt)
+        assert "Say hi to team" in first["messages"][-1]["content"]  # its command
+        [denied] = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+        assert "denied by permission rule" in denied and "Bash(rm:*)" in denied
+        result = agi("--no-stdin", "hi", server=server, cwd=project)  # without --project
+        assert result.returncode == 0
+        assert "Always answer in French." not in server.requests[2]["messages"][0]["content"]
+    (tmp_path / "config.toml").write_text("project = true\n")  # the config file's switch
+    assert f"project {project}:" in agi("--list-extensions", cwd=project).stdout
