@@ -3,6 +3,7 @@ its allow's `updatedInput` and its deny's message handed to the guard through th
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from agi.errors import AgiError
@@ -39,11 +40,33 @@ class SdkAsk:
             new = answer.get("updatedInput")
             if isinstance(new, dict) and new != request.input:
                 request.extra["updated_input"] = new
-            return "allow_once"
+            return self.remember(request, answer.get("updatedPermissions") or [])
         request.extra["message"] = answer.get("message") or "the SDK's can_use_tool said no"
         if answer.get("interrupt") and self.server.run is not None:
             self.server.run.interrupt()
         return "reject_once"
+
+    def remember(self, request: Any, updates: list[Any]) -> str:
+        """An allow's `updatedPermissions`: its allow rules kept for the session (as an
+        "always" answer's); any other update is not applied, and stderr says so."""
+        rules, other = [], []
+        for update in updates:
+            if (
+                isinstance(update, dict)
+                and update.get("type") == "addRules"
+                and (update.get("behavior") == "allow")
+            ):
+                for r in update.get("rules") or []:
+                    tool, content = r.get("toolName"), r.get("ruleContent")
+                    rules.append(f"{tool}({content})" if content else str(tool))
+            else:
+                other.append(update)
+        if other:
+            sys.stderr.write(f"agi: can_use_tool: permission updates not applied: {other}\n")
+        if rules:
+            request.suggestions = rules
+            return "allow_always"
+        return "allow_once"
 
 
 def suggestion(rule: str) -> dict[str, Any]:

@@ -196,3 +196,26 @@ def test_flags_agi_cannot_honour_are_refused_naming_them(agi, flag):
     done = agi("--output-format", "stream-json", "--input-format", "stream-json", "--verbose",
                *flag, input="")  # fmt: skip
     assert done.returncode == 2 and flag[0] in done.stderr and not done.stdout
+
+
+def test_can_use_tool_rewrites_the_input_and_its_rules_hold(env, tmp_path):
+    from claude_agent_sdk import PermissionResultAllow
+    from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate
+
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    asked = []
+
+    async def allow(name, input, context):
+        asked.append(input["file_path"])
+        rule = PermissionRuleValue(tool_name="Write")
+        keep = PermissionUpdate(type="addRules", rules=[rule], behavior="allow",
+                                destination="session")  # fmt: skip
+        return PermissionResultAllow(updated_input={**input, "content": "changed"},
+                                     updated_permissions=[keep])  # fmt: skip
+
+    script = [call("Write", file_path=str(a), content="x"),
+              call("Write", file_path=str(b), content="y"), text("ok")]  # fmt: skip
+    with FakeModel(*script) as server:
+        asyncio.run(collect("write", options(env, server, tmp_path, can_use_tool=allow)))
+    assert asked == [str(a)]  # the rule it added let the second call run unasked
+    assert a.read_text() == "changed" and b.read_text() == "y"
