@@ -26,8 +26,8 @@ FLAGS = {flag for o in OPTIONS for flag in o.flags}
 
 
 def help_flags(text_: str) -> set[str]:
-    """The flags `agi --help` lists in its options section (each line's leading flags)."""
-    section = text_[text_.index("\noptions:\n") :]
+    """The flags `agi --help` lists in its groups of options (each line's leading flags)."""
+    section = text_[text_.index("\npositional arguments:\n") :]
     found = set()
     for line in section.splitlines():
         match = re.match(r"\s{2}(-[^ ].*?)(?:\s{2,}|$)", line)

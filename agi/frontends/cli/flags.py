@@ -22,6 +22,35 @@ EPILOG = """\
 stdout carries only the final answer; progress goes to stderr when it is a terminal.
 Exit codes: 0 done, 1 judged failed, 2 usage/configuration, 3 provider failed,
 4 limit reached, 5 no valid JSON, 6 stopped by a hook, 130/143 interrupted."""
+EXAMPLES = """examples:
+  agi "What does this repository do?"
+  git diff | agi "Write a commit message for this diff"
+  agi -m ollama:qwen3 --schema '[title:string]' "Three release names"
+  agi -s notes "Remember: the build is make" && agi -c "How do I build?"
+  agi --exit-code="the tests pass" "Fix the failing test"
+  agi --project --list-extensions    # a Claude Code project's .claude/ and CLAUDE.md
+  agi --list-settings                # the options in effect, and where each came from"""
+ENVIRONMENT = """environment:
+  AGI_MODEL, AGI_BASE_URL, AGI_API_KEY  as -m, --base-url and the api_key option
+  OPENAI_API_KEY, ANTHROPIC_API_KEY, ...  a provider's key (man agi: ENVIRONMENT)
+  AGI_CONFIG  the config file; AGI_HOME  sessions and their index
+  NO_COLOR    no colour on stderr under --color auto"""
+# --help's groups, in order: (title, the table's sections in it); LIMITS and the rest by name
+GROUPS = (
+    ("general", ("general",)),
+    ("model", ("model", "run")),
+    ("session", ("session",)),
+    ("tools", ("tools", "sandbox")),
+    ("extensions (Claude Code's plugins, settings, permissions)", ("claude",)),
+    ("output (and input)", ("io",)),
+    ("limits", ()),
+    ("front ends (serving many runs)", ("serve",)),
+)
+BY_NAME = {
+    **dict.fromkeys(("max_steps", "timeout", "max_cost", "rpm", "tpm"), "limits"),
+    **dict.fromkeys(("verbose", "quiet", "color", "schema", "exit_code"), "output (and input)"),
+    **dict.fromkeys(("skills", "hooks", "agents", "mcp"), GROUPS[4][0]),
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,19 +113,32 @@ def build_parser() -> Parser:
     p = Parser(
         prog="agi",
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=epilog(),
         allow_abbrev=False,
         formatter_class=Formatter,
         add_help=False,  # -h is a row of the table
     )
     p.add_argument("prompt", nargs="*", help="the task; words are joined with spaces")
+    groups = {title: p.add_argument_group(title) for title, _ in GROUPS}
+    of = {section: title for title, sections in GROUPS for section in sections}
     for option in ordered():
         if option.flags:
-            add_flag(p, option)
+            add_flag(groups[BY_NAME.get(option.name) or of[option.section]], option)
     return p
 
 
-def add_flag(p: Parser, option: Option) -> None:
+def epilog() -> str:
+    """Exit codes, examples, the config file's path (as agi.options.config finds it, without
+    loading it) and the environment."""
+    import os
+
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    path = os.environ.get("AGI_CONFIG") or os.path.join(base, "agi", "config.toml")
+    config = f"config file: {path} (AGI_CONFIG, else $XDG_CONFIG_HOME/agi/config.toml)"
+    return "\n\n".join((EPILOG, EXAMPLES, config, ENVIRONMENT))
+
+
+def add_flag(p: Any, option: Option) -> None:
     """One row as an argparse argument: a switch is None when not given if it is an option
     (so that it says nothing), False if it is a flag of the command line alone."""
     if option.kind == "help":

@@ -160,3 +160,20 @@ def test_project_uses_the_working_directorys_claude_code_files(agi, tmp_path):
         assert "Always answer in French." not in server.requests[2]["messages"][0]["content"]
     (tmp_path / "config.toml").write_text("project = true\n")  # the config file's switch
     assert f"project {project}:" in agi("--list-extensions", cwd=project).stdout
+
+
+def test_help_is_grouped_with_examples_the_config_path_and_the_environment(agi, tmp_path):
+    result = agi("--help", extra_env={"COLUMNS": "120"})
+    assert result.returncode == 0 and result.stderr == ""
+    out = result.stdout
+    titles = ["general:", "model:", "session:", "tools:", "extensions (", "output (and input):",
+              "limits:", "front ends ("]  # fmt: skip
+    at = [out.index("\n" + title) for title in titles]
+    assert at == sorted(at)
+    starts = dict(zip(titles, at, strict=True))
+    group = lambda flag: [t for t, i in starts.items() if i < out.index(flag)][-1]  # noqa: E731
+    assert group("  --max-steps N") == "limits:" and group("  --color") == "output (and input):"
+    assert group("  --project") == "extensions (" and group("  --batch FILE") == "front ends ("
+    assert "examples:\n  agi " in out and "--list-settings" in out
+    assert f"config file: {tmp_path / 'config.toml'} (AGI_CONFIG" in out
+    assert "environment:" in out and "NO_COLOR" in out and "AGI_MODEL" in out
