@@ -14,6 +14,7 @@ from typing import Any
 
 from agi.errors import UsageError
 from agi.frontends.cli.flags import Parser, build_parser, flags_layer, rewrite
+from agi.options.config import config_path
 from agi.options.values import Layer, ToolChoice, overlay
 from agi.providers.anthropic import claude_model
 
@@ -164,6 +165,11 @@ def layers(args: SdkArgs, hooks: Path | None = None, mcp: Path | None = None) ->
     thinking = thinking_params(s)
     if thinking is not None:
         put("params", thinking, "--max-thinking-tokens")
+    if s.fallback_model:
+        raise UsageError("--fallback-model: agi keeps one model for a turn (give set_model)")
+    beside = config_path().parent / "mcp.json"
+    if s.strict_mcp_config and beside.exists():
+        raise UsageError(f"--strict-mcp-config: agi also starts the servers of {beside}")
     if s.add_dir:
         raise UsageError(
             "--add-dir: agi's permission checks know one working directory; "

@@ -190,7 +190,12 @@ def test_interrupt_during_a_slow_stream(env, tmp_path):
 
 @pytest.mark.parametrize(
     "flag",
-    [["--permission-prompt-tool", "mcp__x__ask"], ["--add-dir", "/elsewhere"], ["--betas", "x"]],
+    [
+        ["--permission-prompt-tool", "mcp__x__ask"],
+        ["--add-dir", "/elsewhere"],
+        ["--betas", "x"],
+        ["--fallback-model", "m"],
+    ],
 )
 def test_flags_agi_cannot_honour_are_refused_naming_them(agi, flag):
     done = agi("--output-format", "stream-json", "--input-format", "stream-json", "--verbose",
