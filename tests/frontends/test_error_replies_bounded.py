@@ -1,5 +1,5 @@
-"""Error replies to bad lines wait for the client to read them (docs: security, bounded
-input): `agi --acp` and `agi --mcp-serve` fed four million lines that are not JSON by a client that
+"""Error replies to bad lines wait for the client to read them (bounded input, docs: security):
+`agi --acp` and `agi --mcp-serve` fed four million lines that are not JSON by a client that
 reads nothing stop reading their input once their output pipe is full, so their memory stays
 bounded instead of piling up a reply per line; once the client reads, the replies come, one per
 line, and the server goes on. The real executables; hang guards only."""

@@ -1,4 +1,4 @@
-"""Model output nested too deep (docs: security, bounded input): a `--schema` answer, a ReAct
+"""Model output nested too deep (bounded input, docs: security): a `--schema` answer, a ReAct
 action's input, a tool call's arguments and a provider's stream chunk of `[[[[…` a hundred
 thousand deep, or deeper than the hundred levels agi takes apart, are each a clear problem (told to
 the model, or one `agi:` line with the documented exit code), never a RecursionError traceback.
