@@ -7,11 +7,16 @@ overlapping on a line make; binary files (a NUL byte) are skipped, as ripgrep sk
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import ToolError
+
+# matching and context lines a search gathers at most (a match on every line of a few MB took
+# hundreds of MB before the output bound applied); past it the search stops and says so
+RECORD_LIMIT = 20_000
 
 if TYPE_CHECKING:
     from agi.tools.grep_query import Query
@@ -46,18 +51,23 @@ def line_text(text: str) -> str:
 
 def search_python(query: Query, files: list[str], check: Callable[[], None]) -> list[Hits]:
     regex = regex_for(query)
-    found = []
+    found, left = [], RECORD_LIMIT
     for n, path in enumerate(files):
         if n % 64 == 0:
             check()
-        hits = scan(path, regex, query)
+        if left <= 0:
+            query.cut = RECORD_LIMIT
+            break
+        hits = scan(path, regex, query, left)
         if hits is not None:
             found.append(hits)
+            left -= len(hits.lines)  # counts and file names keep no lines
     return found
 
 
-def scan(path: str, regex: re.Pattern[str], query: Query) -> Hits | None:
-    """The file's matches (None: none, binary, or unreadable)."""
+def scan(path: str, regex: re.Pattern[str], query: Query, left: int = RECORD_LIMIT) -> Hits | None:
+    """The file's matches (None: none, binary, or unreadable), at most `left` lines of them
+    (`query.cut` set when more were left out)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -72,26 +82,39 @@ def scan(path: str, regex: re.Pattern[str], query: Query) -> Hits | None:
     if lines and lines[-1] == "":
         lines.pop()
     hits = Hits(path)
-    groups = _groups(regex, text, lines) if query.multiline else _matching(regex, lines)
-    for first, last in groups:
+    found = _groups(regex, text, lines) if query.multiline else _matching(regex, lines)
+    if query.mode == "count":  # a count keeps no lines
+        hits.matches = sum(1 for _ in found)
+        return hits if hits.matches else None
+    if query.mode == "files_with_matches":
+        hits.matches = 1 if next(found, None) is not None else 0
+        return hits if hits.matches else None
+    groups = list(islice(found, left))
+    if next(found, None) is not None:
+        query.cut = RECORD_LIMIT
+    for n, (first, last) in enumerate(groups, 1):
         hits.matches += 1
-        if query.mode == "files_with_matches":
-            return hits
         hits.add(first + 1, [line_text(t) for t in lines[first : last + 1]], True)
+        if len(hits.lines) >= left and n < len(groups):
+            query.cut = RECORD_LIMIT
+            return hits
     if not hits.matches:
         return None
     if query.before or query.after:
         for first, last in groups:
+            if len(hits.lines) >= left:
+                query.cut = RECORD_LIMIT
+                break
             lo, hi = max(0, first - query.before), min(len(lines) - 1, last + query.after)
             hits.add(lo + 1, [line_text(t) for t in lines[lo : hi + 1]], False)
     return hits
 
 
-def _matching(regex: re.Pattern[str], lines: list[str]) -> list[tuple[int, int]]:
-    return [(i, i) for i, line in enumerate(lines) if regex.search(line) is not None]
+def _matching(regex: re.Pattern[str], lines: list[str]) -> Iterator[tuple[int, int]]:
+    return ((i, i) for i, line in enumerate(lines) if regex.search(line) is not None)
 
 
-def _groups(regex: re.Pattern[str], text: str, lines: list[str]) -> list[tuple[int, int]]:
+def _groups(regex: re.Pattern[str], text: str, lines: list[str]) -> Iterator[tuple[int, int]]:
     """Each match's lines (0-based, first and last), those sharing a line merged."""
     starts, at = [], 0
     for line in lines:
@@ -99,7 +122,7 @@ def _groups(regex: re.Pattern[str], text: str, lines: list[str]) -> list[tuple[i
         at += len(line) + 1
     import bisect
 
-    groups: list[tuple[int, int]] = []
+    group: tuple[int, int] | None = None
     for m in regex.finditer(text):
         first = bisect.bisect_right(starts, m.start()) - 1
         end = max(m.start(), m.end() - 1)
@@ -107,11 +130,14 @@ def _groups(regex: re.Pattern[str], text: str, lines: list[str]) -> list[tuple[i
         if m.start() >= len(text) and m.start() == m.end():  # an empty match at the very end
             continue
         first, last = min(first, len(lines) - 1), min(last, len(lines) - 1)
-        if groups and first <= groups[-1][1]:
-            groups[-1] = (groups[-1][0], max(last, groups[-1][1]))
+        if group is not None and first <= group[1]:
+            group = (group[0], max(last, group[1]))
         else:
-            groups.append((first, last))
-    return groups
+            if group is not None:
+                yield group
+            group = (first, last)
+    if group is not None:
+        yield group
 
 
 def decoded(field: dict[str, Any]) -> str:

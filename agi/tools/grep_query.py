@@ -62,6 +62,7 @@ class Query:
             self.after = self.before = 0
         self.head = _count(input, "head_limit") or None  # 0: not given
         self.offset = _count(input, "offset") or 0
+        self.cut = 0  # set to the bound when the search stopped gathering at it
         self.globs = []
         glob = input.get("glob")
         if glob is not None:

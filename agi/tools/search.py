@@ -168,7 +168,18 @@ class Grep:
 
 
 def render(query: Query, hits: list[Hits], cwd: str) -> str:
-    """Claude Code's output shapes, within head_limit/offset and about OUTPUT_LIMIT characters."""
+    """Claude Code's output shapes, within head_limit/offset and about OUTPUT_LIMIT characters;
+    a note when the search stopped gathering at its bound."""
+    text = _shaped(query, hits, cwd)
+    if query.cut:
+        text += (
+            f"\n[... the search stopped after {query.cut} lines of matches; narrow it (path, "
+            "glob, type) to see the rest]"
+        )
+    return text
+
+
+def _shaped(query: Query, hits: list[Hits], cwd: str) -> str:
     if query.mode == "files_with_matches":
         if not hits:
             return "No files found"

@@ -228,3 +228,17 @@ def test_a_command_s_allowed_tools_offer_the_opt_in_tools_it_names(agi, tmp_path
         "content": "Found 1 file\nsrc/app.py",
     }
     assert "Grep" in after and "Grep" not in plain and set(restricted) == {"Read"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS[:1])
+def test_a_search_stops_gathering_at_its_bound_and_says_so(agi, tmp_path, backend):
+    # a match on every line of a few MB took hundreds of MB before the output bound applied:
+    # the records gathered are bounded too, and the result says the search stopped
+    (tmp_path / "big.txt").write_text("a\n" * 30_000)
+    steps = [call("Grep", pattern="a", output_mode="content", offset=25_000, head_limit=5)]
+    with FakeModel(*steps, text("done")) as server:
+        r = agi("--tools", "Grep", "go", server=server, cwd=tmp_path, extra_env=backend)
+    assert r.returncode == 0, r.stderr
+    (result,) = tool_texts(server)
+    assert "big.txt:25001:a" not in result
+    assert "the search stopped after 20000 lines" in result
