@@ -52,10 +52,21 @@ class Bridge:
             if self.waking:
                 return
             self.waking = True
+            if self.loop is None:  # a session opened before the library serves: attach sends
+                return
         try:
             self.loop.call_soon_threadsafe(self._send_queued)
         except RuntimeError:  # the loop has ended: the client is gone
             pass
+
+    def attach(self, loop: asyncio.AbstractEventLoop, conn: Any) -> None:
+        """The loop and connection of a session opened before the library served (on the
+        loop): what was queued meanwhile is sent."""
+        with self.lock:
+            self.loop, self.conn = loop, conn
+            if not self.queued:
+                return
+        loop.call_soon(self._send_queued)
 
     def _send_queued(self) -> None:
         with self.lock:

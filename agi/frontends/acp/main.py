@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 from typing import Any
 
 from agi.errors import UsageError
@@ -20,7 +21,8 @@ def serve(args: argparse.Namespace, flags: Any) -> int:
     # lazy: agi.frontends.acp.stdio loads asyncio
     from agi.frontends.acp import stdio as acp_stdio
 
-    importing = acp_stdio.import_library()  # meanwhile: the settings, the first message
+    gate = threading.Event()  # set: the library imports (after the first session, or idle)
+    importing = acp_stdio.import_library(gate)
     # lazy: agi.frontends.acp.server loads asyncio
     from agi.frontends.acp import server as acp_server
 
@@ -28,11 +30,16 @@ def serve(args: argparse.Namespace, flags: Any) -> int:
     try:
         server.check()  # the model and options resolve now: exit 2 before the editor waits
     except BaseException:
+        gate.set()
         importing.join()  # exiting while the thread imports can abort the interpreter (SIGABRT)
         raise
     line, rest = acp_stdio.first_line()
     params = acp_stdio.answer_initialize(line, server.initialized)
-    unread = rest if params is not None else line + rest
+    if params is None:
+        unread = line + rest
+    else:  # a first session/new too, while the library imports
+        unread = acp_stdio.answer_early(importing, gate, rest, server.new_session_now)
+    gate.set()
     importing.join()
     try:
         import acp  # noqa: F401

@@ -151,6 +151,40 @@ class Server:
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
+        for session in self.sessions.values():  # answered before the library served
+            session.bridge.attach(self.loop, conn)
+            self.loop.call_soon(self._later, self._send_commands(session))
+
+    def new_session_now(self, number: Any, params: Any) -> dict[str, Any] | None:
+        """`session/new` answered before the library is loaded (stdio.answer_early): the
+        reply the library would write, or None for a request it should answer (anything but
+        a directory and no MCP servers, or no model configured)."""
+        if not isinstance(params, dict) or set(params) != {"cwd", "mcpServers"}:
+            return None
+        cwd = params["cwd"]
+        if params["mcpServers"] != [] or self.missing or not isinstance(cwd, str):
+            return None
+        if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+            return None
+        # lazy: agi.frontends.acp.session loads asyncio
+        from agi.frontends.acp.session import EditorSession
+
+        path = SessionIndex(self.home).default_path().resolve()
+        session = EditorSession(self, path, cwd, [], loaded=False)
+        try:
+            session.build()
+        except AgiError as e:  # the library's RequestError, as it writes it
+            failed = {"code": FAILED, "message": str(e), "data": None}
+            return {"jsonrpc": "2.0", "id": number, "error": failed}
+        self.sessions[session.id] = session
+        front.log(self.verbose, f"session {session.id} in {cwd}")
+        return {"jsonrpc": "2.0", "id": number, "result": self.new_result(session)}
+
+    def new_result(self, session: Any) -> dict[str, Any]:
+        """session/new's result (JSON) for `session`."""
+        response = {"sessionId": session.id, "modes": modes_state(session.mode)}
+        response["configOptions"] = self.config_options(session)
+        return response
 
     def initialized(self, params: dict[str, Any]) -> dict[str, Any]:
         """The answer to `initialize` (JSON): agi's capabilities; the client's are kept."""
@@ -186,10 +220,8 @@ class Server:
             raise error(FAILED, self.missing)
         path = SessionIndex(self.home).default_path().resolve()
         session = await self._open(path, cwd, mcp_servers, loaded=False)
-        response = {"sessionId": session.id, "modes": modes_state(session.mode)}
-        response["configOptions"] = self.config_options(session)
         asyncio.get_running_loop().call_soon(self._later, self._send_commands(session))
-        return NewSessionResponse.model_validate(response)
+        return NewSessionResponse.model_validate(self.new_result(session))
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any

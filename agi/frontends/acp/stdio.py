@@ -1,6 +1,8 @@
 """stdin and stdout for `agi --acp`. The `acp` library takes a while to import (its pydantic
-schema), so it is imported on a thread while the first message is read, and `initialize` is
-answered here at once, from the same data the library's path answers it with. The rest of
+schema), so it is imported on a thread while the first messages are read: `initialize` is
+answered here at once, from the same data the library's path answers it with, and so is a
+first `session/new` (the session is the server's, the library never sees its request); the
+import waits until then, or until stdin is quiet, so that they have the process. The rest of
 stdin, and stdout, then become the library's streams (threads instead of epoll when they are
 files or /dev/null)."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import stat
 import threading
 from typing import Any
@@ -19,8 +22,13 @@ LIMIT = 50 * 1024 * 1024  # the library's default line limit (multimodal prompts
 PAUSE = 1 << 20  # stdin is not read further while this much of it waits unread (twice this)
 
 
-def import_library() -> threading.Thread:
+def import_library(gate: threading.Event | None = None) -> threading.Thread:
+    """The library imported on a thread, once `gate` is set (at once without one): until
+    then the first messages have the process to themselves."""
+
     def load() -> None:
+        if gate is not None:
+            gate.wait()
         try:
             import acp.core  # noqa: F401
             import acp.schema  # noqa: F401
@@ -65,16 +73,67 @@ def answer_initialize(line: bytes, result: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(params.get("protocolVersion"), int):
         return None
-    reply = {"jsonrpc": "2.0", "id": message["id"], "result": result(params)}
-    data = (json.dumps(reply, separators=(",", ":")) + "\n").encode()
-    while data:
-        data = data[os.write(1, data) :]
+    _write({"jsonrpc": "2.0", "id": message["id"], "result": result(params)})
     global _answered
     _answered = 1
     return params
 
 
 _answered = 0  # lines of stdin answered here (the reader numbers the others after them)
+IDLE = 0.05  # seconds of a quiet stdin after which the library's import starts all the same
+
+
+def answer_early(
+    importing: threading.Thread, gate: threading.Event, unread: bytes, new: Any
+) -> bytes:
+    """After `initialize`: read stdin while the library imports, and answer a `session/new`
+    that needs nothing of it (`new(id, params)`: the reply, or None to leave it to the
+    library), then another. The import starts (`gate`) once a session is answered, stdin is
+    quiet for IDLE, or a message needs the library; any other message, a line that is not a
+    JSON object, the end of stdin or the end of the import hands the rest to the library.
+    What is left unread."""
+    global _answered
+    buffer, start = unread, 0
+    try:
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                if not importing.is_alive() or len(buffer) - start > PAUSE:
+                    break
+                if not select.select([0], [], [], IDLE)[0]:
+                    gate.set()
+                    continue
+                chunk = os.read(0, 65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                continue
+            try:
+                message = loads(buffer[start:end])
+            except ValueError:
+                break
+            if not isinstance(message, dict) or message.get("method") != "session/new":
+                break
+            number = message.get("id")
+            if message.get("jsonrpc") != "2.0" or isinstance(number, bool):
+                break
+            if not isinstance(number, (int, str)):
+                break
+            reply = new(number, message.get("params"))
+            if reply is None:
+                break
+            _write(reply)
+            gate.set()
+            start, _answered = end + 1, _answered + 1
+    finally:
+        gate.set()
+    return buffer[start:]
+
+
+def _write(reply: dict[str, Any]) -> None:
+    data = (json.dumps(reply, separators=(",", ":")) + "\n").encode()
+    while data:
+        data = data[os.write(1, data) :]
 
 
 def _pipe(fd: int) -> bool:
