@@ -177,7 +177,7 @@ class Server:
             failed = {"code": FAILED, "message": str(e), "data": None}
             return {"jsonrpc": "2.0", "id": number, "error": failed}
         self.sessions[session.id] = session
-        front.log(self.verbose, f"session {session.id} in {cwd}")
+        front.log(self.verbose, f"session {session.id} in {cwd} (before the library loaded)")
         return {"jsonrpc": "2.0", "id": number, "result": self.new_result(session)}
 
     def new_result(self, session: Any) -> dict[str, Any]:
