@@ -118,6 +118,12 @@ OPTIONS: tuple[Option, ...] = (
         doc="print the effective options as config-file lines, each with its source (default, "
         "the config file, an environment variable, a flag), secrets redacted; then the model, "
         "endpoint and key variable a run would use; sends nothing"),
+    Opt("completion", "print the shell completion script for SHELL: bash, zsh or fish", "general",
+        ("--completion",), metavar="SHELL", choices=("bash", "zsh", "fish"),
+        doc="print a completion script for bash, zsh or fish, made from this table: "
+        "`agi --completion bash > ~/.local/share/bash-completion/completions/agi`, "
+        "`agi --completion zsh > ~/.zfunc/_agi`, "
+        "`agi --completion fish > ~/.config/fish/completions/agi.fish`"),
     Opt("color", "colour on stderr: auto (a terminal, unless NO_COLOR is set), always, never",
         "general", ("--color",), type="str", check=c.one_of("auto", "always", "never"),
         default="auto", choices=("auto", "always", "never"),

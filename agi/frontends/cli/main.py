@@ -113,6 +113,12 @@ def serve(args: argparse.Namespace) -> int | None:
     a run of the command line's own."""
     if rewinding(args) and args.ephemeral:
         raise UsageError("--ephemeral keeps no session: it cannot be used with --rewind")
+    if args.completion is not None:  # a shell's completion script, from the option table
+        # lazy: a front end, loaded when the command line dispatches to it
+        from agi.frontends.cli.completion import script
+
+        sys.stdout.write(script(args.completion))
+        return 0
     if args.prune is not None:  # old sessions removed (docs: volume)
         # lazy: a front end, loaded when the command line dispatches to it
         from agi.frontends.cli.prune import prune_command

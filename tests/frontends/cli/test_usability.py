@@ -5,6 +5,8 @@ project's files in."""
 
 from __future__ import annotations
 
+import re
+
 from fakeserver import FakeModel, text
 
 
@@ -177,3 +179,65 @@ def test_help_is_grouped_with_examples_the_config_path_and_the_environment(agi, 
     assert "examples:\n  agi " in out and "--list-settings" in out
     assert f"config file: {tmp_path / 'config.toml'} (AGI_CONFIG" in out
     assert "environment:" in out and "NO_COLOR" in out and "AGI_MODEL" in out
+
+
+BASH_COMPLETES = r"""
+source <("$AGI" --completion bash) || exit 9
+spec=$(complete -p agi) || exit 8
+echo "$spec"
+function=${spec#*-F }; function=${function%% *}
+complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); "$function"
+    echo "${COMPREPLY[*]}"; }
+complete_words agi --sch
+complete_words agi --color ""
+complete_words agi --sys pro
+complete_words agi -s ""
+complete_words agi --list-se
+"""
+
+
+def test_bash_completion_from_the_table_completes_flags_choices_and_files(env, tmp_path):
+    import subprocess
+
+    from agi.options.table import OPTIONS
+
+    from conftest import AGI
+
+    (tmp_path / "prompt.md").write_text("terse\n")
+    (tmp_path / "notes").mkdir()
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", BASH_COMPLETES], env={**env, "AGI": AGI},
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    spec, schema, colours, sys_file, session_dir, listing = done.stdout.splitlines()
+    assert spec.startswith("complete -o filenames -F ") and spec.endswith(" agi")
+    assert schema == "--schema" and colours == "auto always never"
+    assert sys_file == "prompt.md" and session_dir == "notes"  # -s DIR: directories only
+    assert sorted(listing.split()) == ["--list-sessions", "--list-settings"]
+    script = subprocess.run([AGI, "--completion", "bash"], env=env, capture_output=True, text=True)
+    offered = re.search(r'== -\* \]\]; then\s+COMPREPLY=\(\$\(compgen -W "([^"]*)"', script.stdout)
+    assert offered is not None
+    assert set(offered.group(1).split()) == {f for o in OPTIONS for f in o.flags}  # the table's
+
+
+def test_zsh_and_fish_completion_name_every_flag(agi):
+    import shutil
+    import subprocess
+
+    from agi.options.table import OPTIONS
+
+    zsh, fish = agi("--completion", "zsh").stdout, agi("--completion", "fish").stdout
+    assert zsh.startswith("#compdef agi\n") and "'*--sys[" in zsh and "(auto always never)" in zsh
+    assert "complete -c agi -l color -d " in fish and "-x -a 'auto always never'" in fish
+    for option in OPTIONS:
+        for flag in option.flags:
+            assert f"'{flag}[" in zsh or f"'*{flag}[" in zsh, flag
+            short, long = f"-s {flag[1:]} ", f"-l {flag[2:]} "
+            assert (short if len(flag) == 2 else long) in fish, flag
+    for shell, text_ in (("zsh", zsh), ("fish", fish)):  # parsed by the shell itself, if here
+        if shutil.which(shell):
+            checked = subprocess.run([shell, "-n"], input=text_, capture_output=True, text=True)
+            assert checked.returncode == 0, checked.stderr
+    result = agi("--completion", "ksh")
+    assert result.returncode == 2 and "invalid choice: 'ksh'" in result.stderr
