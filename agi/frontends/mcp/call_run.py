@@ -76,6 +76,14 @@ class Base:
         configured = configured_providers(layer)
         return cls(layer, settings, limits, configured=configured, missing=missing)
 
+    def warm(self) -> None:
+        """What a first call loads, loaded before it comes (on the SDK's import thread, after
+        the SDK): the engine's run and one model connection's client, lent to the first call."""
+        # lazy: agi.engine.run loads the engine's parts a first call needs
+        import agi.engine.run  # noqa: F401
+
+        self.pool.give_back(self.pool.client())
+
     def for_call(self, call: Call) -> Layer:
         """The call's fields as the last layer, which its run lays over the server's settings
         (docs: configuration); what the call does not give stays as resolved at start, its

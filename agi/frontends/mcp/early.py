@@ -22,14 +22,21 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  #
 LIMIT = 1 << 20  # a first line longer than this is the SDK's to read
 
 
-def import_sdk() -> threading.Thread:
+def import_sdk(warm: Any = None) -> threading.Thread:
+    """The SDK imported on a thread, then `warm()` (what a first call loads besides)."""
+
     def load() -> None:
         try:
             import mcp.server.lowlevel  # noqa: F401
             import mcp.server.stdio  # noqa: F401
             import mcp_types  # noqa: F401
         except ImportError:
-            pass  # reported where it is needed
+            return  # reported where it is needed
+        if warm is not None:
+            try:
+                warm()
+            except Exception:  # nothing a call needs: the first call meets it and says so
+                pass
 
     thread = threading.Thread(target=load, name="import mcp", daemon=True)
     thread.start()

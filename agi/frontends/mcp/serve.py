@@ -239,7 +239,7 @@ def main(args: Any) -> int:
         if getattr(args, name, None):
             raise Refused(f"--mcp-serve takes no {what}")
     base = Base.load(flags_layer(args))
-    importing = early.import_sdk()  # meanwhile `initialize` is answered (docs: mcp-server)
+    importing = early.import_sdk(base.warm)  # meanwhile `initialize` is answered (docs: mcp-server)
     tools = {"tools": [TOOL_JSON]}
     read, sent = early.answer_early(importing, initialize_result, tools)
     importing.join()
