@@ -17,6 +17,7 @@ from agi.engine.loop import Agent
 from agi.errors import LimitReached, ProviderError, TimeLimit, ToolError, UsageError
 from agi.messages import drain
 from agi.providers.protocols import transport_for
+from agi.providers.transport import Fallback
 from agi.sessions.session import MemorySession, Session
 from agi.tools import Toolbox, ToolContext, builtin_tools
 
@@ -59,6 +60,8 @@ class Context:
     on_allowed: Callable[[str], None] | None = None  # ACP: the calls let run (subagents' too)
     pool: Pool | None = None  # HTTP clients and one backoff per endpoint, shared by runs
     learned: list[Rule] = field(default_factory=list)  # "always" answers, every guard's
+    roots: list[str] = field(default_factory=list)  # acceptEdits: more directories, every guard's
+    fallback: ModelConfig | None = None  # the model once the run's fails (agi.providers.transport)
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -117,6 +120,9 @@ def assemble(
     owner = ctx.depth == 0
     toolbox = Toolbox(tools, tool_ctx, hooks, owner=owner, guard=guard, checkpoints=checkpoints)
     chat: ModelStream = transport
+    if ctx.fallback is not None and ctx.depth == 0:  # the SDKs' --fallback-model
+        other = replace(settings, model=ctx.fallback)
+        chat = Fallback(transport, lambda: make_transport(other, session, ctx), ctx.warn)
     if settings.react:
         # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
         from agi.providers.react import ReactTransport
@@ -154,6 +160,7 @@ def make_guard(
     front end's `ctx.ask` (agi.policy.asking; the terminal question when None). NoGuard when
     nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
     quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None and not ctx.learned
+    quiet = quiet and not ctx.roots
     if settings.permissions is None and lifecycle is None and quiet:
         return NO_GUARD
     # lazy: only a run with hooks, rules or commands loads it (docs: development)
@@ -176,6 +183,7 @@ def make_guard(
         default_asks=ctx.default_asks,
         on_allowed=ctx.on_allowed,  # a subagent's calls too: ACP reads their diffs then
         learned=ctx.learned,  # an "always" answer holds for every agent of the run
+        roots=ctx.roots,
     )
     if lifecycle is not None:
         lifecycle.guard = guard  # hooks see the mode in `permission_mode`

@@ -119,5 +119,7 @@ def context_for(
         on_allowed=spec.on_allowed,
         pool=spec.pool,
         learned=list(spec.rules),
+        roots=list(spec.roots),
+        fallback=spec.fallback,
     )
     return ctx

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import threading
 
     from agi.engine.seams import Event
+    from agi.options.config import ModelConfig
     from agi.options.settings import Settings
     from agi.options.values import Layer
     from agi.policy.permissions import Rule
@@ -63,6 +64,9 @@ class RunSpec:
     default_asks: bool = False  # ACP: in mode `default`, calls that change something ask
     rules: tuple[Rule, ...] = ()  # rules a person gave before ("always" answers), over the
     # settings' own; the run's guards share them and those answered during the run
+    roots: tuple[str, ...] = ()  # more directories than `cwd` edits run in under acceptEdits
+    # (the SDKs' --add-dir), every guard's
+    fallback: ModelConfig | None = None  # the model for every call once one to the run's failed
     mcp: tuple[Any, ...] = ()  # MCP sources the front end adds (an editor's session/new)
     files: Files | None = None  # None: the disk
     pool: Pool | None = None  # HTTP clients and backoff shared by runs (agi.providers.pool)

@@ -158,6 +158,7 @@ class Guard:
         on_learn: Callable[[Rule], None] | None = None,
         on_allowed: Callable[[str], None] | None = None,
         learned: list[Rule] | None = None,
+        roots: list[str] | None = None,
     ):
         self.permissions, self.trace, self.hooks = permissions, trace, hooks
         self.on_allowed = on_allowed  # told the id of every call let run (ACP's in_progress)
@@ -167,7 +168,7 @@ class Guard:
         self.extra: list[Rule] = []  # a command's allowed-tools, while it runs
         self.learned: list[Rule] = [] if learned is None else learned  # "always" answers, for
         # the rest of the session (`learned`: a list the run's guards share)
-        self.roots: list[str] = []  # acceptEdits: more directories Write/Edit may change
+        self.roots: list[str] = [] if roots is None else roots  # acceptEdits: more dirs (shared)
         self._lock = threading.Lock()
 
     @property

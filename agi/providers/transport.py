@@ -394,3 +394,51 @@ class Answer:
 
 
 Transport = Exchange  # the name the engine, the front ends and the tests import
+
+
+class Fallback:
+    """The run's model, and `make()`'s (the SDKs' --fallback-model) for every call once a call
+    to it failed in a way a later try might not (`retryable`, after its own retries) before
+    anything of a reply arrived; `warn` is told of the switch."""
+
+    def __init__(self, main: Any, make: Callable[[], Any], warn: Callable[[str], None]):
+        self.main, self.make, self.warn = main, make, warn
+        self.other: Any = None
+
+    @property
+    def deadline(self) -> float | None:
+        return (self.other or self.main).deadline  # type: ignore[no-any-return]
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        for t in (self.main, self.other):
+            if t is not None:
+                t.deadline = value
+
+    def stream(self, *args: Any, **kw: Any) -> Generator[Event, None, Reply]:
+        if self.other is None:
+            events = self.main.stream(*args, **kw)
+            arrived = False
+            try:
+                while True:
+                    event = next(events)
+                    arrived = arrived or not isinstance(event, Notice)
+                    yield event
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            except ProviderError as e:
+                if arrived or not e.retryable or e.too_long:
+                    raise
+                self.other = self.make()
+                self.warn(f"{e}: the fallback model from now on")
+        return (yield from self.other.stream(*args, **kw))
+
+    def cancel(self) -> None:
+        for t in (self.main, self.other):
+            if t is not None:
+                t.cancel()
+
+    def close(self) -> None:
+        for t in (self.main, self.other):
+            if t is not None:
+                t.close()

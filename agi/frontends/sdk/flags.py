@@ -8,13 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
 from agi.frontends.cli.flags import Parser, build_parser, flags_layer, rewrite
-from agi.options.config import config_path
 from agi.options.values import Layer, ToolChoice, overlay
 from agi.providers.anthropic import claude_model
 
@@ -62,6 +62,14 @@ def sdk_parser() -> Parser:
     return p
 
 
+def is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -91,6 +99,11 @@ class SdkArgs:
         return bool(self.sdk.input_format == STREAM)
 
     @property
+    def roots(self) -> tuple[str, ...]:
+        """`--add-dir`: more directories where edits run as in the working directory."""
+        return tuple(os.path.abspath(os.path.expanduser(d)) for d in self.sdk.add_dir)
+
+    @property
     def ask_sdk(self) -> bool:
         """`--permission-prompt-tool stdio`: questions go to the SDK as can_use_tool."""
         return self.sdk.permission_prompt_tool == "stdio"
@@ -110,10 +123,19 @@ def parse(argv: list[str], temp: Path) -> SdkArgs:
             f"--permission-prompt-tool {tool}: agi asks only the SDK over stdio "
             "(--permission-prompt-tool stdio); an MCP permission tool is not supported"
         )
-    if sdk.cont and (sdk.resume or sdk.session_id):
-        raise UsageError("--continue cannot be used with --resume or --session-id")
+    if sdk.cont and sdk.resume:
+        raise UsageError("--continue cannot be used with --resume")
+    if sdk.session_id is not None and not is_uuid(sdk.session_id):
+        raise UsageError(f"--session-id {sdk.session_id!r}: not a UUID")
+    if sdk.session_id and (sdk.resume or sdk.cont) and not sdk.fork_session:
+        raise UsageError(  # as the SDKs document it: the id names the copy
+            "--session-id goes with --resume or --continue only with --fork-session"
+        )
     if sdk.fork_session and not (sdk.resume or sdk.cont):
         raise UsageError("--fork-session goes with --resume or --continue")
+    for d in sdk.add_dir:
+        if not Path(d).expanduser().is_dir():
+            raise UsageError(f"--add-dir {d}: not a directory")
     prompt = " ".join(agi.prompt).strip()
     if sdk.input_format == STREAM and prompt:
         raise UsageError("--input-format stream-json reads the prompts from stdin, not argv")
@@ -165,16 +187,6 @@ def layers(args: SdkArgs, hooks: Path | None = None, mcp: Path | None = None) ->
     thinking = thinking_params(s)
     if thinking is not None:
         put("params", thinking, "--max-thinking-tokens")
-    if s.fallback_model:
-        raise UsageError("--fallback-model: agi keeps one model for a turn (give set_model)")
-    beside = config_path().parent / "mcp.json"
-    if s.strict_mcp_config and beside.exists():
-        raise UsageError(f"--strict-mcp-config: agi also starts the servers of {beside}")
-    if s.add_dir:
-        raise UsageError(
-            "--add-dir: agi's permission checks know one working directory; "
-            "give rules instead (allowed_tools such as Edit(/DIR/**))"
-        )
     return [flags_layer(args.agi), overlay(SOURCE, spelled, **given)]
 
 

@@ -28,6 +28,7 @@ from agi.frontends.sdk.stream import SdkView, anthropic_usage
 from agi.frontends.sdk.transcripts import ClaudeTranscript
 from agi.options.settings import Settings
 from agi.options.values import overlay
+from agi.sessions.session import SessionIndex
 
 CLAUDE_CODE_VERSION = "2.1.0"  # a version the SDKs accept (2.0.0 or later)
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
@@ -97,7 +98,14 @@ class Server:
         return path
 
     def load(self) -> Settings:
-        return Settings.load(*flags.layers(self.args, self.hooks, self.mcp))
+        """The settings; under --strict-mcp-config no MCP server but --mcp-config's (none of
+        agi's mcp.json, plugins or settings files)."""
+        settings = Settings.load(*flags.layers(self.args, self.hooks, self.mcp))
+        if self.args.sdk.strict_mcp_config:
+            ours = [] if self.mcp is None else [self.mcp]
+            tools = settings.tools
+            tools.mcp = [m for m in tools.mcp if getattr(m, "path", m) in ours]
+        return settings
 
     def session_choice(self, home: Path) -> Any:
         """The session: --resume ID, --session-id ID, --continue, --fork-session; a new UUID."""
@@ -106,20 +114,32 @@ class Server:
         for flag, value in (("--resume", s.resume), ("--session-id", s.session_id)):
             if value is not None and not NAME.match(value):
                 raise UsageError(f"{flag} {value!r}: not a session id")
+        old: Path | None = None
         if s.resume:
             old = sessions / s.resume
             if not (old / "messages.jsonl").is_file():
                 raise UsageError(f"--resume {s.resume}: no conversation found with that id")
-            if s.fork_session:
-                new = s.session_id or str(uuid.uuid4())
-                return SessionChoice(path=sessions / new, fork=old)
+        elif s.cont:
+            old = SessionIndex(home).latest()
+            if old is None:
+                raise UsageError("--continue: no session to continue: none has been used yet")
+        if old is not None and not s.fork_session:
             return SessionChoice(path=old)
-        if s.cont:
-            return SessionChoice(cont=True)
         new = s.session_id or str(uuid.uuid4())
         if (sessions / new / "messages.jsonl").is_file():
             raise UsageError(f"--session-id {new}: that session is already in use")
-        return SessionChoice(path=sessions / new)
+        return SessionChoice(path=sessions / new, fork=old)
+
+    def fallback(self, settings: Settings) -> Any:
+        """--fallback-model's model (agi.providers.transport.Fallback), None without it."""
+        name = self.args.sdk.fallback_model
+        if not name:
+            return None
+        layer = overlay(flags.SOURCE, {"model": "--fallback-model"}, model=flags.model_name(name))
+        model = settings.over(layer).model
+        if model.label == settings.model.label:
+            raise UsageError(f"--fallback-model {name}: the same as the main model")
+        return model
 
     def open(self) -> None:
         settings = self.settings = self.load()
@@ -137,6 +157,8 @@ class Server:
             mode=self.mode,
             default_asks=True,  # Claude Code's default mode: changes are put to the SDK
             interactive=True,
+            roots=self.args.roots,
+            fallback=self.fallback(settings),
             session=choice,
             record={"front_end": "claude-agent-sdk"},
         )
@@ -316,6 +338,7 @@ class Server:
         choice = SessionChoice(path=old.session.path)
         spec = RunSpec(settings, view=self.view, ask=SdkAsk(self), mode=self.mode,
                        default_asks=True, interactive=True, meter=old.meter, saved=old.metered,
+                       roots=tuple(old.ctx.roots), fallback=self.fallback(settings),
                        session=choice, session_start=False)  # fmt: skip
         self.run = engine.open(spec)
 
@@ -397,7 +420,7 @@ def serve(argv: list[str]) -> int:
         relay = Relay(channel, Path(temp))
         try:
             server = Server(args, channel, relay)
-            server.load()  # bad options: exit 2 now
+            server.fallback(server.load())  # bad options: exit 2 now
             if not args.streaming:
                 server.open()
                 server.turn({"message": {"role": "user", "content": args.prompt}})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from claude_agent_sdk import (
 )
 
 from conftest import AGI
-from fakeserver import FakeModel, call, text
+from fakeserver import FakeModel, call, status, text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -192,9 +194,11 @@ def test_interrupt_during_a_slow_stream(env, tmp_path):
     "flag",
     [
         ["--permission-prompt-tool", "mcp__x__ask"],
-        ["--add-dir", "/elsewhere"],
         ["--betas", "x"],
-        ["--fallback-model", "m"],
+        ["--add-dir", "/no/such/dir"],
+        ["--session-id", "not-a-uuid"],
+        ["--session-id", "0b6c1f3e-2a4d-4c5e-9f70-1a2b3c4d5e6f", "--resume", "x"],
+        ["--session-id", "0b6c1f3e-2a4d-4c5e-9f70-1a2b3c4d5e6f", "--continue"],
     ],
 )
 def test_flags_agi_cannot_honour_are_refused_naming_them(agi, flag):
@@ -224,3 +228,72 @@ def test_can_use_tool_rewrites_the_input_and_its_rules_hold(env, tmp_path):
         asyncio.run(collect("write", options(env, server, tmp_path, can_use_tool=allow)))
     assert asked == [str(a)]  # the rule it added let the second call run unasked
     assert a.read_text() == "changed" and b.read_text() == "y"
+
+
+def test_add_dir_lets_accept_edits_write_there_and_only_there(env, tmp_path):
+    extra, outside = tmp_path / "extra", tmp_path / "outside"
+    work = tmp_path / "work"
+    for d in (extra, outside, work):
+        d.mkdir()
+    asked = []
+
+    async def deny(name, input, context):
+        asked.append(input["file_path"])
+        return PermissionResultDeny(message="not there")
+
+    script = [call("Write", file_path=str(extra / "a.txt"), content="a"),
+              call("Write", file_path=str(outside / "b.txt"), content="b"), text("ok")]  # fmt: skip
+    with FakeModel(*script) as server:
+        opts = options(env, server, tmp_path, add_dirs=[extra], permission_mode="acceptEdits",
+                       can_use_tool=deny)  # fmt: skip
+        opts.cwd = str(work)
+        asyncio.run(collect("write", opts))
+    assert (extra / "a.txt").read_text() == "a"
+    assert asked == [str(outside / "b.txt")] and not (outside / "b.txt").exists()
+
+
+def test_fallback_model_answers_once_the_main_one_is_overloaded(env, tmp_path):
+    busy = status(529, {"error": {"message": "overloaded"}}, {"retry-after": "0"})
+    with FakeModel(busy, busy, busy, text("from the fallback"), text("still")) as server:
+        opts = options(env, server, tmp_path, fallback_model="spare-model")
+        got = asyncio.run(collect("hi", opts))
+        models = [r["model"] for r in server.requests]
+    assert (got[-1].subtype, got[-1].result) == ("success", "from the fallback")
+    assert models == ["fake-model"] * 3 + ["spare-model"]
+
+
+def test_strict_mcp_config_leaves_out_agis_own_mcp_json(env, tmp_path):
+    log = tmp_path / "starts.log"
+    helper = Path(__file__).parents[2] / "mcp_servers" / "server.py"
+    own = {"command": sys.executable, "args": [str(helper)], "env": {"MCP_START_LOG": str(log)}}
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"own": own}}))
+
+    @tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(args):
+        return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+
+    calc = create_sdk_mcp_server("calc", tools=[add])
+    for strict in (False, True):
+        with FakeModel(text("ok")) as server:
+            opts = options(env, server, tmp_path, mcp_servers={"calc": calc},
+                           strict_mcp_config=strict)  # fmt: skip
+            asyncio.run(collect("tools?", opts))
+            offered = {t["function"]["name"] for t in server.requests[0].get("tools", [])}
+        assert "mcp__calc__add" in offered
+        assert ("mcp__own__add" in offered) is not strict
+
+
+def test_session_id_names_the_fork_of_resume_and_continue(env, tmp_path):
+    forked, again = str(uuid.uuid4()), str(uuid.uuid4())
+    with FakeModel(text("first"), text("second"), text("third")) as server:
+        sid = asyncio.run(collect("one", options(env, server, tmp_path)))[-1].session_id
+        opts = options(env, server, tmp_path, resume=sid, fork_session=True, session_id=forked)
+        got = asyncio.run(collect("two", opts))
+        opts = options(env, server, tmp_path, continue_conversation=True, fork_session=True,
+                       session_id=again)  # fmt: skip
+        last = asyncio.run(collect("three", opts))
+        sent = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert (got[-1].session_id, last[-1].session_id) == (forked, again)
+    assert sent == ["one", "two", "three"]  # the fork of the fork, the session last used
+    sessions = Path(env["AGI_HOME"]) / "sessions"
+    assert "two" not in (sessions / sid / "messages.jsonl").read_text()
