@@ -5,11 +5,16 @@
 - Grep (files_with_matches, the default mode) through agi's tool with ripgrep, against `rg -l`
   itself with the same flags: target within 2x when ripgrep is installed.
 - The same Grep with the Python search (`AGI_RG=`), recorded beside them.
-- content mode with ripgrep, against `rg --json` itself.
+- content mode with ripgrep (which reads `rg -n --null` lines), against plain `rg -n` itself
+  (`content_ratio`, target within 2x) and against `rg --json` (`content_json_ratio`); and the
+  same for a pattern on 18,000 lines (`many_*`: agi reads them all, then shows about 30,000
+  characters).
 
 The tree: 5,000 files in 50 directories, 40 lines each, one file in ten holding the pattern,
-a `.gitignore` that ignores a tenth of the tree. Ratios are recorded, never asserted
-(bench/results/ keeps runs with their command).
+a `.gitignore` that ignores a tenth of the tree. Each ratio is the median of paired samples
+(the tool and ripgrep timed one after the other, in turn), so that a loaded machine's drift
+between phases does not enter it. Ratios are recorded, never asserted (bench/results/ keeps
+runs with their command).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from agi.tools.search import Grep  # noqa: E402
 from agi.tools.walk import RG_FLAGS  # noqa: E402
 
 FILES, DIRS = 5000, 50
+MANY = r"value \* 1[0-3]"  # 4 of each file's 40 lines: 18,000, under the 20,000 records' bound
 
 
 def build(root: Path) -> None:
@@ -57,6 +63,19 @@ def timed(fn, runs: int) -> float:
     return statistics.median(samples)
 
 
+def paired(ours, theirs, runs: int) -> tuple[float, float, float]:
+    """Medians of `ours` and `theirs` timed in turn, and the median of their per-pair ratios."""
+    ours(), theirs()  # warm the page cache and the imports
+    a, b = [], []
+    for _ in range(runs):
+        for fn, samples in ((ours, a), (theirs, b)):
+            started = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - started)
+    ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
+    return statistics.median(a), statistics.median(b), ratio
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
@@ -70,29 +89,42 @@ def main() -> int:
         grep = Grep()
         found: dict[str, str] = {}
 
-        def tool(mode: str, key: str):
+        def tool(mode: str, key: str, pattern: str = "NEEDLE_MARK"):
             def run() -> None:
-                found[key] = grep.run({"pattern": "NEEDLE_MARK", "output_mode": mode}, ctx)
+                found[key] = grep.run({"pattern": pattern, "output_mode": mode}, ctx)
 
             return run
 
-        def raw(*extra: str):
-            argv = [rg or "rg", *RG_FLAGS, *extra, "-e", "NEEDLE_MARK", "--", str(root)]
+        def raw(*extra: str, pattern: str = "NEEDLE_MARK"):
+            argv = [rg or "rg", *RG_FLAGS, *extra, "-e", pattern, "--", str(root)]
             return lambda: subprocess.run(argv, capture_output=True, cwd=root, check=False)
 
         result: dict[str, object] = {"files": FILES, "runs": args.runs, "ripgrep": rg}
         if rg is not None:
             os.environ.pop("AGI_RG", None)
-            result["rg_files_s"] = timed(raw("--files-with-matches", "--null"), args.runs)
-            result["grep_files_s"] = timed(tool("files_with_matches", "rg"), args.runs)
-            result["rg_json_s"] = timed(raw("--json"), args.runs)
-            result["grep_content_s"] = timed(tool("content", "rg-content"), args.runs)
-            result["files_ratio"] = result["grep_files_s"] / result["rg_files_s"]  # type: ignore[operator]
-            result["content_ratio"] = result["grep_content_s"] / result["rg_json_s"]  # type: ignore[operator]
+            files = tool("files_with_matches", "rg"), raw("--files-with-matches", "--null")
+            ours, theirs, ratio = paired(*files, args.runs)
+            result.update(grep_files_s=ours, rg_files_s=theirs, files_ratio=ratio)
+            content = tool("content", "rg-content")
+            lines = raw("--line-number", "--with-filename", "--null", "--no-heading")
+            ours, theirs, ratio = paired(content, lines, args.runs)
+            result.update(grep_content_s=ours, rg_lines_s=theirs, content_ratio=ratio)
+            ours, theirs, ratio = paired(content, raw("--json"), args.runs)
+            result.update(rg_json_s=theirs, content_json_ratio=ratio)
+            many = tool("content", "rg-many", MANY)
+            lines = raw("--line-number", "--with-filename", "--null", "--no-heading", pattern=MANY)
+            ours, theirs, ratio = paired(many, lines, args.runs)
+            result.update(many_grep_s=ours, many_rg_lines_s=theirs, many_ratio=ratio)
+            ours, theirs, ratio = paired(many, raw("--json", pattern=MANY), args.runs)
+            result.update(many_rg_json_s=theirs, many_json_ratio=ratio)
         os.environ["AGI_RG"] = ""
         result["python_files_s"] = timed(tool("files_with_matches", "python"), args.runs)
         if rg is not None:
+            tool("content", "python-content")()  # once, untimed: the same lines?
             result["same_results"] = found["rg"] == found["python"]
+            result["same_content"] = found["rg-content"] == found["python-content"]
+            tool("content", "python-many", MANY)()
+            result["same_many"] = found["rg-many"] == found["python-many"]
         result["matching_files"] = found["python"].splitlines()[0]
     text = json.dumps(result, indent=2)
     print(text)

@@ -1,22 +1,30 @@
 """Grep's search with ripgrep: the same records as agi.tools.grep_python, read from `rg -l`,
-`rg -c` or `rg --json` (for lines and context)."""
+`rg -c`, `rg -n --null` (lines and context: `PATH NUL NUMBER : or - TEXT`, read with one regular
+expression) or `rg --json` (multiline, where a match spans lines)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from typing import TYPE_CHECKING
 
 from agi.errors import ToolError
-from agi.tools.grep_python import Hits, decoded, line_text
+from agi.tools.grep_python import RECORD_LIMIT, Hits, decoded, line_text
 from agi.tools.walk import RG_FLAGS, unignored_above
 
 if TYPE_CHECKING:
     from agi.tools.grep_query import Query
 
 
-def argv_for(query: Query, rg: str) -> list[str]:
+# one line of `rg --line-number --with-filename --null`: the path, NUL, the number, `:` for a
+# match or `-` for context, the text; `--` between blocks has no NUL and is passed over
+LINE = re.compile(rb"^([^\0\n]*)\0(\d+)([:-])(.*)$", re.M)
+
+
+def argv_for(query: Query, rg: str, as_json: bool = False) -> list[str]:
+    """ripgrep's command line; `as_json`: lines and context as JSON (multiline always is)."""
     argv = [rg, *RG_FLAGS, "--no-messages"]
     if query.ignore_case:
         argv.append("-i")
@@ -24,12 +32,15 @@ def argv_for(query: Query, rg: str) -> list[str]:
         argv += ["-U", "--multiline-dotall"]
     for glob in query.globs:
         argv.append(f"--glob={glob}")
-    if query.mode == "content" or query.multiline:
-        argv.append("--json")
+    if query.mode == "content":
         if query.before:
             argv.append(f"-B{query.before}")
         if query.after:
             argv.append(f"-A{query.after}")
+    if query.multiline or as_json:
+        argv.append("--json")
+    elif query.mode == "content":
+        argv += ["--line-number", "--with-filename", "--null", "--no-heading", "--color=never"]
     elif query.mode == "count":
         argv += ["--count", "--null", "--with-filename"]
     else:
@@ -38,22 +49,15 @@ def argv_for(query: Query, rg: str) -> list[str]:
 
 
 def search_rg(query: Query, rg: str, cwd: str, seconds: float) -> list[Hits]:
-    try:
-        done = subprocess.run(
-            argv_for(query, rg), capture_output=True, timeout=seconds, cwd=cwd,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired as e:
-        raise ToolError(
-            "the search took too long and was stopped; narrow it with path or glob"
-        ) from e
-    if done.returncode == 2 and not done.stdout:
-        error = done.stderr.decode("utf-8", "replace").strip()
-        raise ToolError(f"the pattern is not a valid regular expression: {error}"
-                        if "regex" in error else f"ripgrep: {error or 'failed'}")  # fmt: skip
-    out = done.stdout
-    if query.mode == "content" or query.multiline:
+    out = _run(argv_for(query, rg), cwd, seconds)
+    if query.multiline:
         hits = _from_json(out, query)
+    elif query.mode == "content":
+        found = _from_lines(out, query)
+        if found is None:  # a file name with a newline in it: the lines cannot be told apart
+            query.cut = 0
+            found = _from_json(_run(argv_for(query, rg, as_json=True), cwd, seconds), query)
+        hits = found
     elif query.mode == "count":
         hits = []
         for row in out.split(b"\n"):
@@ -66,8 +70,51 @@ def search_rg(query: Query, rg: str, cwd: str, seconds: float) -> list[Hits]:
     return [h for h in hits if h.path in kept]
 
 
+def _run(argv: list[str], cwd: str, seconds: float) -> bytes:
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=seconds, cwd=cwd, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as e:
+        raise ToolError(
+            "the search took too long and was stopped; narrow it with path or glob"
+        ) from e
+    if done.returncode == 2 and not done.stdout:
+        error = done.stderr.decode("utf-8", "replace").strip()
+        raise ToolError(f"the pattern is not a valid regular expression: {error}"
+                        if "regex" in error else f"ripgrep: {error or 'failed'}")  # fmt: skip
+    return done.stdout
+
+
+def _from_lines(out: bytes, query: Query) -> list[Hits] | None:
+    """The records of `rg -n --null` lines, at most RECORD_LIMIT of them (`query.cut` set when
+    more were left out, as the Python search does); None when some line is not one (nor, with
+    context, the `--` between blocks): a file name with a newline split it."""
+    by_path: dict[bytes, Hits] = {}
+    rows, end = 0, 0
+    for m in LINE.finditer(out):
+        if rows >= RECORD_LIMIT:
+            query.cut = RECORD_LIMIT
+            break
+        name, number, mark, text = m.groups()
+        rows, end = rows + 1, m.end() + 1
+        hits = by_path.get(name)
+        if hits is None:
+            hits = by_path[name] = Hits(os.fsdecode(name))
+        matched = mark == b":"
+        if matched:
+            hits.matches += 1
+        hits.add(int(number), [line_text(text.decode("utf-8", "replace"))], matched)
+    read = out[:end] if query.cut else out
+    blocks = read.count(b"\n--\n") if query.before or query.after else 0
+    return list(by_path.values()) if rows + blocks == read.count(b"\n") else None
+
+
 def _from_json(out: bytes, query: Query) -> list[Hits]:
+    """The records of `rg --json`, at most RECORD_LIMIT lines of them (`query.cut` set when
+    more were left out)."""
     by_path: dict[str, Hits] = {}
+    rows = 0
     for raw in out.splitlines():
         try:
             message = json.loads(raw)
@@ -76,6 +123,9 @@ def _from_json(out: bytes, query: Query) -> list[Hits]:
         kind, data = message.get("type"), message.get("data") or {}
         if kind not in ("match", "context"):
             continue
+        if rows >= RECORD_LIMIT:
+            query.cut = RECORD_LIMIT
+            break
         path = decoded(data.get("path") or {})
         hits = by_path.setdefault(path, Hits(path))
         texts = [line_text(t) for t in decoded(data.get("lines") or {}).split("\n")]
@@ -85,4 +135,5 @@ def _from_json(out: bytes, query: Query) -> list[Hits]:
         if kind == "match":
             hits.matches += 1
         hits.add(number, texts, kind == "match")
+        rows += len(texts)
     return list(by_path.values())

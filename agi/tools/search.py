@@ -8,6 +8,7 @@ sorted and shown here, so the results are the same either way (docs: tools).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -30,8 +31,18 @@ TRUNCATED = "(Results are truncated. Consider using a more specific path or patt
 
 def shown(path: str, cwd: str) -> str:
     """A path as results show it: relative to the working directory when inside it."""
+    head, tail = os.path.split(path)
+    if head and tail not in ("", ".", ".."):  # one relpath a directory: files share a few
+        above = _relative(head, cwd)
+        if not above.startswith(".."):  # inside: what relpath would give
+            return tail if above == "." else f"{above}{os.sep}{tail}"
     rel = os.path.relpath(path, cwd)
     return path if rel == ".." or rel.startswith("../") else rel
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(directory: str, cwd: str) -> str:
+    return os.path.relpath(directory, cwd)
 
 
 def by_time(paths: list[str]) -> list[str]:

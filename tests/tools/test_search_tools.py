@@ -242,3 +242,35 @@ def test_a_search_stops_gathering_at_its_bound_and_says_so(agi, tmp_path, backen
     (result,) = tool_texts(server)
     assert "big.txt:25001:a" not in result
     assert "the search stopped after 20000 lines" in result
+
+
+def test_content_from_ripgrep_s_lines_matches_the_python_search_and_its_bound(agi, tmp_path):
+    """ripgrep's content lines are read from `rg -n --null`: context and block separators,
+    a line that is not UTF-8, a file name with a newline in it (read again as JSON), and the
+    bound on the lines gathered give what the Python search gives."""
+    if not HAS_RG:
+        pytest.skip("ripgrep not installed")
+    cwd = tree(tmp_path / "project")
+    (cwd / "odd\nname.txt").write_text("x\nneedle -- here\ny\n")
+    (cwd / "latin.txt").write_bytes(b"caf\xe9 needle\r\n--\nz\n")
+    (cwd / "big").mkdir()
+    (cwd / "big" / "all.data").write_text("needle\n" * 20_500)
+    steps = [
+        call("Grep", pattern="needle", output_mode="content", glob="*.{txt,py,md}", **{"-C": 1}),
+        call("Grep", pattern="needle", output_mode="content", path="src", **{"-A": 1}),
+        call("Grep", pattern="needle", output_mode="content", path="big", offset=19_990),
+    ]
+    results = []
+    for backend in ({}, {"AGI_RG": ""}):
+        with FakeModel(*steps, text("done")) as server:
+            r = agi("--tools", "Grep", "go", server=server, cwd=cwd, extra_env=backend)
+        assert r.returncode == 0, r.stderr
+        results.append(tool_texts(server))
+    with_rg, without = results
+    assert with_rg == without
+    assert (
+        "odd\nname.txt:2:needle -- here" in with_rg[0]
+        and "latin.txt:1:caf\ufffd needle" in with_rg[0]
+    )
+    assert "src/app.py:3:print(needle)" in with_rg[1].splitlines()
+    assert "the search stopped after 20000 lines" in with_rg[2]
