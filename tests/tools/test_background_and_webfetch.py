@@ -20,13 +20,20 @@ def tool_texts(server: FakeModel) -> list[str]:
     return [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
 
 
+def unique_sleep() -> str:
+    """`sleep 9NNN.NNNNNNNNN`, random: no other test's command line (`sleep 91234` included)
+    holds it, so the process table shows only this run's command."""
+    n = uuid.uuid4().int
+    return f"sleep 9{n % 1000:03d}.{n // 1000 % 10**9:09d}"
+
+
 def alive(marker: str) -> list[str]:
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [line for line in ps.splitlines() if marker in line and "ps -eo" not in line]
 
 
 def test_background_commands_are_read_killed_judged_and_ended_with_the_run(agi, tmp_path):
-    marker = f"sleep {300 + uuid.uuid4().int % 100000}"  # a unique command line: findable
+    marker = unique_sleep()  # a unique command line: findable
     steps = [
         call("Bash", command="echo started; seq 1 3; exit 3", run_in_background=True),
         call("Bash", command=f"{marker}; true", run_in_background=True),
@@ -167,7 +174,7 @@ def test_webfetch_raw_redirect_limits_and_domain_rules(agi, tmp_path, pages):
 
 
 def test_the_process_table_helper_sees_a_live_process(tmp_path):
-    marker = f"sleep {300 + uuid.uuid4().int % 100000}"
+    marker = unique_sleep()
     proc = subprocess.Popen(["bash", "-c", f"{marker}; true"], start_new_session=True)
     try:
         assert alive(marker)
