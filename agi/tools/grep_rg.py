@@ -14,6 +14,8 @@ from agi.errors import ToolError
 from agi.tools.grep_python import RECORD_LIMIT, Hits, decoded, line_text
 from agi.tools.walk import RG_FLAGS, unignored_above
 
+OUT_LIMIT = 16 << 20  # bytes of ripgrep's output read at most (RECORD_LIMIT lines fit in it)
+
 if TYPE_CHECKING:
     from agi.tools.grep_query import Query
 
@@ -49,14 +51,14 @@ def argv_for(query: Query, rg: str, as_json: bool = False) -> list[str]:
 
 
 def search_rg(query: Query, rg: str, cwd: str, seconds: float) -> list[Hits]:
-    out = _run(argv_for(query, rg), cwd, seconds)
+    out = _run(argv_for(query, rg), cwd, seconds, query)
     if query.multiline:
         hits = _from_json(out, query)
     elif query.mode == "content":
         found = _from_lines(out, query)
         if found is None:  # a file name with a newline in it: the lines cannot be told apart
             query.cut = 0
-            found = _from_json(_run(argv_for(query, rg, as_json=True), cwd, seconds), query)
+            found = _from_json(_run(argv_for(query, rg, as_json=True), cwd, seconds, query), query)
         hits = found
     elif query.mode == "count":
         hits = []
@@ -70,20 +72,50 @@ def search_rg(query: Query, rg: str, cwd: str, seconds: float) -> list[Hits]:
     return [h for h in hits if h.path in kept]
 
 
-def _run(argv: list[str], cwd: str, seconds: float) -> bytes:
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, timeout=seconds, cwd=cwd, stdin=subprocess.DEVNULL
+def _run(argv: list[str], cwd: str, seconds: float, query: Query) -> bytes:
+    """ripgrep's output, at most OUT_LIMIT bytes of it: past that ripgrep is stopped, the
+    output cut after its last whole record and `query.cut` set (a match on every line of a
+    few MB had been read whole, hundreds of MB)."""
+    import tempfile
+    import threading
+
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd, stdin=subprocess.DEVNULL
         )
-    except subprocess.TimeoutExpired as e:
-        raise ToolError(
-            "the search took too long and was stopped; narrow it with path or glob"
-        ) from e
-    if done.returncode == 2 and not done.stdout:
-        error = done.stderr.decode("utf-8", "replace").strip()
-        raise ToolError(f"the pattern is not a valid regular expression: {error}"
-                        if "regex" in error else f"ripgrep: {error or 'failed'}")  # fmt: skip
-    return done.stdout
+        late = threading.Event()
+
+        def stop() -> None:
+            late.set()
+            proc.kill()
+
+        timer = threading.Timer(seconds, stop)
+        timer.start()
+        out = bytearray()
+        try:
+            assert proc.stdout is not None
+            while len(out) <= OUT_LIMIT:
+                chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            timer.cancel()
+            if len(out) > OUT_LIMIT:
+                proc.kill()
+            proc.stdout.close()  # type: ignore[union-attr]
+            code = proc.wait()
+        if late.is_set():
+            raise ToolError("the search took too long and was stopped; narrow it with path or glob")
+        if len(out) > OUT_LIMIT:
+            query.cut = RECORD_LIMIT
+            del out[max(out.rfind(b"\n", 0, OUT_LIMIT), out.rfind(b"\0", 0, OUT_LIMIT)) + 1 :]
+        if code == 2 and not out:
+            err.seek(0)
+            error = err.read(4096).decode("utf-8", "replace").strip()
+            raise ToolError(f"the pattern is not a valid regular expression: {error}"
+                            if "regex" in error else f"ripgrep: {error or 'failed'}")  # fmt: skip
+    return bytes(out)
 
 
 def _from_lines(out: bytes, query: Query) -> list[Hits] | None:

@@ -230,7 +230,7 @@ def test_a_command_s_allowed_tools_offer_the_opt_in_tools_it_names(agi, tmp_path
     assert "Grep" in after and "Grep" not in plain and set(restricted) == {"Read"}
 
 
-@pytest.mark.parametrize("backend", BACKENDS[:1])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_search_stops_gathering_at_its_bound_and_says_so(agi, tmp_path, backend):
     # a match on every line of a few MB took hundreds of MB before the output bound applied:
     # the records gathered are bounded too, and the result says the search stopped
@@ -274,3 +274,42 @@ def test_content_from_ripgrep_s_lines_matches_the_python_search_and_its_bound(ag
     )
     assert "src/app.py:3:print(needle)" in with_rg[1].splitlines()
     assert "the search stopped after 20000 lines" in with_rg[2]
+
+
+@pytest.mark.skipif(not HAS_RG, reason="ripgrep not installed")
+def test_ripgrep_s_output_is_read_only_up_to_its_bound(agi, tmp_path):
+    # 20 matching lines of 1 MB: few records, but more output than is read (it had been read
+    # whole, however large); ripgrep is stopped and the result says the search stopped
+    (tmp_path / "wide.txt").write_text(("a" * (1 << 20) + "\n") * 20)
+    with FakeModel(call("Grep", pattern="a", output_mode="content"), text("done")) as server:
+        r = agi("--tools", "Grep", "go", server=server, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (result,) = tool_texts(server)
+    assert "the search stopped" in result and result.count("wide.txt:") < 20
+
+
+def test_a_skill_s_allowed_tools_offer_the_opt_in_tools_it_names(agi, tmp_path):
+    cwd = tree(tmp_path / "project")
+    skill = tmp_path / "skills" / "finder"  # beside the config file
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: finder\ndescription: Find code\nallowed-tools: [Glob, 'Bash(git:*)']\n---\n"
+        "Use Glob.\n"
+    )
+    hidden = tmp_path / "hidden-skills" / "quiet"
+    hidden.mkdir(parents=True)
+    (hidden / "SKILL.md").write_text(
+        "---\nname: quiet\ndescription: Not for the model\nallowed-tools: WebFetch\n"
+        "disable-model-invocation: true\n---\nx\n"
+    )
+    steps = [call("Skill", skill="finder"), call("Glob", pattern="*.md"), text("found")]
+    with FakeModel(*steps, text("restricted")) as server:
+        more = ("--skills", str(tmp_path / "hidden-skills"))
+        r = agi(*more, "go", server=server, cwd=cwd)
+        assert r.returncode == 0, r.stderr
+        assert agi("--tools", "Read", "go", server=server, cwd=cwd).returncode == 0
+    first, restricted = offered(server.requests[0]), offered(server.requests[-1])
+    assert "Glob" in first and {"Grep", "WebFetch", "BashOutput"}.isdisjoint(first)
+    last = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    assert last[-1] == "notes.md"
+    assert set(restricted) == {"Read"}
