@@ -130,14 +130,17 @@ class Server:
             raise UsageError(f"--session-id {new}: that session is already in use")
         return SessionChoice(path=sessions / new, fork=old)
 
-    def fallback(self, settings: Settings) -> Any:
-        """--fallback-model's model (agi.providers.transport.Fallback), None without it."""
+    def fallback(self, settings: Settings, given: bool = True) -> Any:
+        """--fallback-model's model (agi.providers.transport.Fallback), None without it or when
+        set_model chose it (`given` False: not an error then)."""
         name = self.args.sdk.fallback_model
         if not name:
             return None
         layer = overlay(flags.SOURCE, {"model": "--fallback-model"}, model=flags.model_name(name))
         model = settings.over(layer).model
         if model.label == settings.model.label:
+            if not given:
+                return None
             raise UsageError(f"--fallback-model {name}: the same as the main model")
         return model
 
@@ -338,7 +341,7 @@ class Server:
         choice = SessionChoice(path=old.session.path)
         spec = RunSpec(settings, view=self.view, ask=SdkAsk(self), mode=self.mode,
                        default_asks=True, interactive=True, meter=old.meter, saved=old.metered,
-                       roots=tuple(old.ctx.roots), fallback=self.fallback(settings),
+                       roots=tuple(old.ctx.roots), fallback=self.fallback(settings, False),
                        session=choice, session_start=False)  # fmt: skip
         self.run = engine.open(spec)
 

@@ -196,6 +196,7 @@ def test_interrupt_during_a_slow_stream(env, tmp_path):
         ["--permission-prompt-tool", "mcp__x__ask"],
         ["--betas", "x"],
         ["--add-dir", "/no/such/dir"],
+        ["--fallback-model", "openai:m", "--model", "openai:m"],
         ["--session-id", "not-a-uuid"],
         ["--session-id", "0b6c1f3e-2a4d-4c5e-9f70-1a2b3c4d5e6f", "--resume", "x"],
         ["--session-id", "0b6c1f3e-2a4d-4c5e-9f70-1a2b3c4d5e6f", "--continue"],
