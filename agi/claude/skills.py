@@ -326,6 +326,21 @@ def invocable(skills: list[Skill]) -> list[Skill]:
     return [s for s in skills if str(s.meta.get("disable-model-invocation")).lower() != "true"]
 
 
+def named_tools(skills: list[Skill]) -> set[str]:
+    """The tools the model's skills name in `allowed-tools` (`Grep`, `Bash(git:*)` names Bash):
+    the opt-in ones among them are offered, since the model may load such a skill at any step
+    (docs: tools). Read leniently, as skills are: an entry that is not a name is passed over."""
+    names = set()
+    for skill in invocable(skills):
+        value = skill.meta.get("allowed-tools")
+        items = value.split(",") if isinstance(value, str) else value
+        for item in items if isinstance(items, list) else []:
+            name = item.split("(", 1)[0].strip() if isinstance(item, str) else ""
+            if re.fullmatch(r"[A-Za-z][\w-]*", name):
+                names.add(name)
+    return names
+
+
 def skills_prompt(skills: list[Skill]) -> str:
     """The harness text for the system prompt: names and descriptions only, never bodies."""
     skills = invocable(skills)

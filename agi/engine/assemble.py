@@ -371,7 +371,12 @@ def choose(settings: Settings, ctx: Context, session: Session) -> list[Tool]:
         available.append(Task(settings.agents, Spawner(settings, ctx, session)))
     allow, exclude = settings.tools.allow, set(settings.tools.exclude)
     if allow is None:  # Glob, Grep, BashOutput, KillShell, WebFetch: only when named
-        named = set(settings.tools.named)
+        named = set(settings.tools.named)  # a command's allowed-tools, for its turn
+        if settings.skills:
+            # lazy: only a run with skills loads it: one-shot start-up (docs: development)
+            from agi.claude.skills import named_tools
+
+            named |= named_tools(settings.skills)
         chosen = [t for t in available if not getattr(t, "opt_in", False) or t.name in named]
     else:
         chosen = [t for t in available if t.name in allow]
