@@ -313,3 +313,17 @@ def test_a_skill_s_allowed_tools_offer_the_opt_in_tools_it_names(agi, tmp_path):
     last = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
     assert last[-1] == "notes.md"
     assert set(restricted) == {"Read"}
+
+
+def test_in_the_repl_a_command_s_opt_in_tools_are_offered_for_its_turn_only(agi, tmp_path):
+    cwd = tree(tmp_path / "project")
+    commands = tmp_path / "commands"
+    commands.mkdir()
+    (commands / "find.md").write_text("---\nallowed-tools: [Grep]\n---\nFind it.\n")
+    steps = [text("plain"), call("Grep", pattern="needle", path="src"), text("found")]
+    with FakeModel(*steps, text("plain again")) as server:
+        r = agi("-i", server=server, cwd=cwd, input="hello\n/find\nagain\n")
+    assert r.returncode == 0, r.stderr
+    before, command, _, after = (offered(q) for q in server.requests)
+    assert "Grep" not in before and "Grep" in command and "Grep" not in after
+    assert server.requests[2]["messages"][-1]["content"] == "Found 1 file\nsrc/app.py"
