@@ -22,25 +22,26 @@ def serve(args: argparse.Namespace, flags: Any) -> int:
     from agi.frontends.acp import stdio as acp_stdio
 
     gate = threading.Event()  # set: the library imports (after the first session, or idle)
-    importing = acp_stdio.import_library(gate)
+    dropped = threading.Event()  # set before the gate: it is not imported (the start failed)
+    importing = acp_stdio.import_library(gate, dropped)
     # lazy: agi.frontends.acp.server loads asyncio
     from agi.frontends.acp import server as acp_server
 
     server = acp_server.Server(args, flags)
     try:
         server.check()  # the model and options resolve now: exit 2 before the editor waits
+        line, rest = acp_stdio.first_line()
+        params = acp_stdio.answer_initialize(line, server.initialized)
+        if params is None:
+            unread = line + rest
+        else:  # a first session/new too, while the library imports
+            unread = acp_stdio.answer_early(importing, gate, rest, server.new_session_now)
     except BaseException:
+        dropped.set()
+        raise
+    finally:
         gate.set()
         importing.join()  # exiting while the thread imports can abort the interpreter (SIGABRT)
-        raise
-    line, rest = acp_stdio.first_line()
-    params = acp_stdio.answer_initialize(line, server.initialized)
-    if params is None:
-        unread = line + rest
-    else:  # a first session/new too, while the library imports
-        unread = acp_stdio.answer_early(importing, gate, rest, server.new_session_now)
-    gate.set()
-    importing.join()
     try:
         import acp  # noqa: F401
     except ImportError:

@@ -22,13 +22,17 @@ LIMIT = 50 * 1024 * 1024  # the library's default line limit (multimodal prompts
 PAUSE = 1 << 20  # stdin is not read further while this much of it waits unread (twice this)
 
 
-def import_library(gate: threading.Event | None = None) -> threading.Thread:
-    """The library imported on a thread, once `gate` is set (at once without one): until
-    then the first messages have the process to themselves."""
+def import_library(
+    gate: threading.Event | None = None, dropped: threading.Event | None = None
+) -> threading.Thread:
+    """The library imported on a thread, once `gate` is set (at once without one), unless
+    `dropped` is set by then: until then the first messages have the process to themselves."""
 
     def load() -> None:
         if gate is not None:
             gate.wait()
+        if dropped is not None and dropped.is_set():
+            return
         try:
             import acp.core  # noqa: F401
             import acp.schema  # noqa: F401
