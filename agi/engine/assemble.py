@@ -62,6 +62,7 @@ class Context:
     learned: list[Rule] = field(default_factory=list)  # "always" answers, every guard's
     roots: list[str] = field(default_factory=list)  # acceptEdits: more directories, every guard's
     fallback: ModelConfig | None = None  # the model once the run's fails (agi.providers.transport)
+    strict_mcp: bool = False  # the front end's MCP sources alone (build_tools' `added`)
 
     def deeper(self) -> Context:
         """A subagent's context: the same limits, tools, environment and transports list."""
@@ -304,7 +305,7 @@ def build_tools(settings: Settings, ctx: Context, added: Sequence[Any] = ()) -> 
         own, warnings = load_tools(sources.files, sources.dirs, cache)
         tools += own
         _warn_all(ctx, warnings)
-    mcp = [*sources.mcp, *added]
+    mcp = [*([] if ctx.strict_mcp else sources.mcp), *added]
     if mcp:
         # lazy: agi.tools.mcp loads concurrent
         from agi.tools.mcp import load_mcp

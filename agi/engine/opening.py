@@ -121,5 +121,6 @@ def context_for(
         learned=list(spec.rules),
         roots=list(spec.roots),
         fallback=spec.fallback,
+        strict_mcp=spec.strict_mcp,
     )
     return ctx

@@ -67,6 +67,7 @@ class RunSpec:
     roots: tuple[str, ...] = ()  # more directories than `cwd` edits run in under acceptEdits
     # (the SDKs' --add-dir), every guard's
     fallback: ModelConfig | None = None  # the model for every call once one to the run's failed
+    strict_mcp: bool = False  # `mcp`'s servers alone, none of the settings' (--strict-mcp-config)
     mcp: tuple[Any, ...] = ()  # MCP sources the front end adds (an editor's session/new)
     files: Files | None = None  # None: the disk
     pool: Pool | None = None  # HTTP clients and backoff shared by runs (agi.providers.pool)

@@ -401,13 +401,13 @@ class Fallback:
     to it failed in a way a later try might not (`retryable`, after its own retries) before
     anything of a reply arrived; `warn` is told of the switch."""
 
-    def __init__(self, main: Any, make: Callable[[], Any], warn: Callable[[str], None]):
+    def __init__(self, main: Exchange, make: Callable[[], Exchange], warn: Callable[[str], None]):
         self.main, self.make, self.warn = main, make, warn
-        self.other: Any = None
+        self.other: Exchange | None = None
 
     @property
     def deadline(self) -> float | None:
-        return (self.other or self.main).deadline  # type: ignore[no-any-return]
+        return (self.other or self.main).deadline
 
     @deadline.setter
     def deadline(self, value: float | None) -> None:
@@ -415,9 +415,15 @@ class Fallback:
             if t is not None:
                 t.deadline = value
 
-    def stream(self, *args: Any, **kw: Any) -> Generator[Event, None, Reply]:
+    def stream(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        mark: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Generator[Event, None, Reply]:
         if self.other is None:
-            events = self.main.stream(*args, **kw)
+            events = self.main.stream(messages, tools, mark, **kw)
             arrived = False
             try:
                 while True:
@@ -431,7 +437,7 @@ class Fallback:
                     raise
                 self.other = self.make()
                 self.warn(f"{e}: the fallback model from now on")
-        return (yield from self.other.stream(*args, **kw))
+        return (yield from self.other.stream(messages, tools, mark, **kw))
 
     def cancel(self) -> None:
         for t in (self.main, self.other):

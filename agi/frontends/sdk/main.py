@@ -100,12 +100,15 @@ class Server:
     def load(self) -> Settings:
         """The settings; under --strict-mcp-config no MCP server but --mcp-config's (none of
         agi's mcp.json, plugins or settings files)."""
-        settings = Settings.load(*flags.layers(self.args, self.hooks, self.mcp))
-        if self.args.sdk.strict_mcp_config:
-            ours = [] if self.mcp is None else [self.mcp]
-            tools = settings.tools
-            tools.mcp = [m for m in tools.mcp if getattr(m, "path", m) in ours]
-        return settings
+        mcp = None if self.strict else self.mcp  # strict: RunSpec's mcp instead (`added`)
+        return Settings.load(*flags.layers(self.args, self.hooks, mcp))
+
+    @property
+    def strict(self) -> bool:
+        return bool(self.args.sdk.strict_mcp_config)
+
+    def added_mcp(self) -> tuple[Path, ...]:
+        return (self.mcp,) if self.strict and self.mcp is not None else ()
 
     def session_choice(self, home: Path) -> Any:
         """The session: --resume ID, --session-id ID, --continue, --fork-session; a new UUID."""
@@ -162,6 +165,8 @@ class Server:
             interactive=True,
             roots=self.args.roots,
             fallback=self.fallback(settings),
+            strict_mcp=self.strict,
+            mcp=self.added_mcp(),
             session=choice,
             record={"front_end": "claude-agent-sdk"},
         )
@@ -342,6 +347,7 @@ class Server:
         spec = RunSpec(settings, view=self.view, ask=SdkAsk(self), mode=self.mode,
                        default_asks=True, interactive=True, meter=old.meter, saved=old.metered,
                        roots=tuple(old.ctx.roots), fallback=self.fallback(settings, False),
+                       strict_mcp=self.strict, mcp=self.added_mcp(),
                        session=choice, session_start=False)  # fmt: skip
         self.run = engine.open(spec)
 
