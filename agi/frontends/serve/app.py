@@ -21,6 +21,8 @@ from agi.errors import AgiError
 from agi.frontends.serve.requests import Refused, RunRequest, parse_run
 from agi.frontends.serve.runner import Job, Shared, refused
 
+DEFAULT_BODY_LIMIT = 10 << 20  # stdin_limit's default: bytes of a request body read at most
+
 END = object()  # a run's thread is done
 
 
@@ -102,8 +104,23 @@ class Server:
         return self.shared.loaded
 
     async def body(self, request: Request) -> Any:
+        """The request's JSON, read up to the server's stdin_limit (413 past it)."""
+        limit = (await self.loaded()).kept.stdin_limit or DEFAULT_BODY_LIMIT
+        over = Refused(
+            f"the request body is over {limit} bytes (the server's stdin_limit)",
+            status=413,
+            code="request_too_large",
+        )
+        size = request.headers.get("content-length", "")
+        if size.isdigit() and int(size) > limit:
+            raise over
+        data = bytearray()
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > limit:
+                raise over
         try:
-            return json.loads(await request.body() or b"null")
+            return json.loads(bytes(data) or b"null")
         except (ValueError, RecursionError) as e:
             raise Refused(f"the request body is not JSON: {e}") from None
 

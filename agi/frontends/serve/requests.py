@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agi.errors import UsageError
+from agi.options.config import agi_home
 
 # how much each permission mode lets a run do without asking: a request may only go lower
 MODE_RANK = {"plan": 0, "dontAsk": 1, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
@@ -164,6 +165,36 @@ def parse_run(body: Any, limits: Limits) -> RunRequest:
     return request
 
 
+def confined(request: RunRequest) -> None:
+    """The files a client's request names (`sys`, `attachments`, `schema @FILE`, `session`) lie
+    inside the server's working directory, sessions also under $AGI_HOME: a client reads and
+    writes nothing else of the host's (Refused 403 naming the field)."""
+    here = os.path.realpath(os.getcwd())
+    named: list[tuple[str, str]] = [("sys", s) for s in request.sys or [] if s != "default"]
+    named += [("attachments", a) for a in request.attachments or []]
+    if isinstance(request.schema, str) and request.schema.startswith("@"):
+        named.append(("schema", request.schema[1:]))
+    if request.session is not None:
+        named.append(("session", str(request.session)))
+    for name, value in named:
+        real = os.path.realpath(os.path.join(here, os.path.expanduser(value)))
+        roots = [here, os.path.realpath(agi_home())] if name == "session" else [here]
+        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+            raise Refused(
+                f"{name}: {value} is outside the server's working directory ({here})",
+                status=403,
+                code="outside_working_directory",
+            )
+
+
+def opt_in_tools() -> set[str]:
+    """The tools offered only when named (Glob, Grep, WebFetch, …)."""
+    # lazy: the tools are imported only when a request names tools
+    from agi.tools import builtin_tools
+
+    return {t.name for t in builtin_tools() if getattr(t, "opt_in", False)}
+
+
 def narrow(request: RunRequest, limits: Limits) -> None:
     """The server's limits applied: a request asking for more than one of them is refused,
     naming the limit and the option that sets it; what it leaves out is the server's."""
@@ -188,6 +219,10 @@ def narrow(request: RunRequest, limits: Limits) -> None:
         if extra:
             offered = ", ".join(limits.tools) or "none"
             raise above("tools", ", ".join(extra), f"the tools it offers ({offered})", "--tools")
+    elif request.tools is not None:  # the server's default tools: the opt-in ones are not
+        extra = sorted(set(request.tools) & opt_in_tools())
+        if extra:
+            raise above("tools", ", ".join(extra), "its default tools", "--tools naming them")
     if request.permission_mode is not None:
         asked, server = request.permission_mode, limits.mode
         if MODE_RANK[asked] > MODE_RANK.get(server, 1):

@@ -18,7 +18,7 @@ from agi.engine.result import RunResult
 from agi.errors import AgiError
 from agi.frontends.serve import openai
 from agi.frontends.serve.app import Background, Server, error, sse
-from agi.frontends.serve.requests import Refused, RunRequest
+from agi.frontends.serve.requests import Refused, RunRequest, confined
 from agi.frontends.serve.runner import Job, refused
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -77,6 +77,7 @@ class Routes:
     async def runs(self, request: Request) -> Response:
         """`POST /v1/runs`: the RunResult, its events as SSE, or a background run's id."""
         run = await self.server.request_of(await self.server.body(request))
+        confined(run)  # a client's file fields; a profile's are the operator's
         if run.background:
             return JSONResponse(self.background(run))
         if not run.stream:
