@@ -76,9 +76,9 @@ def blocks(message: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 class Transcript:
     """Keeps transcript.jsonl up to date with a session's messages, appending only new lines."""
 
-    def __init__(self, session: Session, cwd: str | None = None):
+    def __init__(self, session: Session, cwd: str | None = None, file: Path | None = None):
         self.session, self.cwd = session, cwd or os.getcwd()
-        self.file = path_of(session)
+        self.file = path_of(session) if file is None else file  # `file`: the SDKs' place
         self.written = -1  # messages already in the file; -1: not counted yet
         self.size = -1  # the file's size when last written or counted
         self.parent: str | None = None  # the uuid of the last line

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from agi import __version__, engine
+from agi.claude.transcript import Transcript
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
 from agi.frontends.sdk import flags
 from agi.frontends.sdk.asking import SdkAsk
 from agi.frontends.sdk.channel import Channel, Relay
 from agi.frontends.sdk.stream import SdkView, anthropic_usage
-from agi.frontends.sdk.transcripts import ClaudeTranscript
+from agi.frontends.sdk.transcripts import claude_transcript
 from agi.options.settings import Settings
 from agi.options.values import overlay
 from agi.sessions.session import SessionIndex
@@ -50,7 +51,7 @@ class Server:
         self.hooks: Path | None = None
         self.mode = flags.mode_of(args.sdk.permission_mode or "default")
         self.turn_running = threading.Event()
-        self.transcript: ClaudeTranscript | None = None
+        self.transcript: Transcript | None = None
 
     # opening
 
@@ -174,7 +175,7 @@ class Server:
         self.session_id = self.run.session.path.name
         self.view.session_id = self.session_id
         if not settings.ephemeral:  # where the SDKs' list_sessions() reads (docs)
-            self.transcript = ClaudeTranscript(self.run.session, os.getcwd())
+            self.transcript = claude_transcript(self.run.session, os.getcwd())
 
     # the protocol
 

@@ -40,11 +40,8 @@ def short_hash(text: str) -> str:
     return out or "0"
 
 
-class ClaudeTranscript(Transcript):
+def claude_transcript(session: Session, cwd: str) -> Transcript:
     """agi's hook transcript, written to the SDK's place for the session instead."""
-
-    def __init__(self, session: Session, cwd: str):
-        super().__init__(session, cwd)
-        folder = project_dir(cwd)
-        make_private_dir(folder)
-        self.file = folder / f"{session.path.name}.jsonl"
+    folder = project_dir(cwd)
+    make_private_dir(folder)
+    return Transcript(session, cwd, folder / f"{session.path.name}.jsonl")
