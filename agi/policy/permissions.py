@@ -63,6 +63,12 @@ class Permissions:
     rules: list[Rule] = field(default_factory=list)
     mode: str = "default"
 
+    def __post_init__(self) -> None:
+        # a mode the judge does not know would allow every call (it is none of those that
+        # deny or ask): refused wherever it comes from (a flag, a control request, a session)
+        if self.mode not in MODES:
+            raise ValueError(f"unknown permission mode {self.mode!r} (one of {', '.join(MODES)})")
+
     def __bool__(self) -> bool:
         return bool(self.rules) or self.mode != "default"
 

@@ -247,8 +247,12 @@ def model_name(name: str) -> str:
 
 
 def mode_of(mode: str) -> str:
-    """Claude Code's `auto` is the default mode's judgement: `default` here."""
-    return "default" if mode == "auto" else mode
+    """Claude Code's `auto` is the default mode's judgement: `default` here. A mode agi does
+    not know is refused (kept, it had let every call run: it is none of those that ask)."""
+    mode = "default" if mode == "auto" else mode
+    if mode not in MODES:
+        raise UsageError(f"unknown permission mode {mode!r} (one of {', '.join(MODES)})")
+    return mode
 
 
 def thinking_params(s: argparse.Namespace) -> dict[str, Any] | None:

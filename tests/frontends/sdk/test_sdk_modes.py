@@ -1,0 +1,35 @@
+"""The SDK protocol's permission modes (docs: protocols/claude-agent-sdk): a mode agi does not
+know, asked for by a `set_permission_mode` control request, is an error answer and changes
+nothing (it had been kept, and a mode that is none of those that deny or ask let every call run).
+Driven as the SDKs do it, NDJSON on the real `agi`'s stdin. Found by the sixth round of probes."""
+
+from __future__ import annotations
+
+import json
+
+from fakeserver import FakeModel, calls, text
+
+SDK = ("--output-format", "stream-json", "--input-format", "stream-json", "--verbose")
+
+
+def test_an_unknown_mode_is_refused_and_the_flags_mode_holds(agi, tmp_path):
+    lines = [
+        {"type": "control_request", "request_id": "1", "request": {"subtype": "initialize"}},
+        {"type": "control_request", "request_id": "2",
+         "request": {"subtype": "set_permission_mode", "mode": "bogusMode"}},
+        {"type": "user", "message": {"role": "user", "content": "go"}},
+    ]  # fmt: skip
+    feed = "".join(json.dumps(x) + "\n" for x in lines)
+    steps = [calls(("Write", {"file_path": "made.txt", "content": "x"})), text("done")]
+    with FakeModel(*steps) as server:
+        r = agi(*SDK, "--permission-mode", "plan", server=server, cwd=tmp_path, input=feed)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    out = [json.loads(x) for x in r.stdout.splitlines()]
+    (answer,) = [m["response"] for m in out if m.get("type") == "control_response"
+                 and m["response"].get("request_id") == "2"]  # fmt: skip
+    assert answer["subtype"] == "error" and "bogusMode" in answer["error"]
+    init = [m for m in out if m.get("subtype") == "init"]
+    assert init and init[0]["permissionMode"] == "plan"
+    assert not (tmp_path / "made.txt").exists()
+    assert out[-1]["type"] == "result"
