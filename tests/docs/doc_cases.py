@@ -272,6 +272,9 @@ def cases() -> dict[str, Case]:
     from doc_cases_volume import volume
 
     found.update(volume())
+    from doc_cases_serve import serve
+
+    found.update(serve())
     return found
 
 
