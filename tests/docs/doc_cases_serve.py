@@ -44,12 +44,11 @@ def serve() -> dict[str, Case]:
             check=run_answer,
             needs=("curl",),
         ),
-        page + "curl -s localhost:8765/v1/chat/completions -H 'Content-Type: application/json' \\": (
-            Case(
-                prelude=SERVE,
-                routes={"What does this project do?": [text("It adds numbers.")]},
-                check=chat_answer,
-                needs=("curl",),
-            )
+        page + "curl -s localhost:8765/v1/chat/completions "
+        "-H 'Content-Type: application/json' \\": Case(
+            prelude=SERVE,
+            routes={"What does this project do?": [text("It adds numbers.")]},
+            check=chat_answer,
+            needs=("curl",),
         ),
     }
