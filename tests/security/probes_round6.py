@@ -145,6 +145,29 @@ for engine in ("rg", "python"):
         return not leaked, f"key file shown ({secret}…)" if leaked else "left out"
 
 
+for engine in ("rg", "python"):
+    rg = {} if engine == "rg" else {"AGI_RG": ""}
+
+    @probe(f"grep[{engine}]: the key in /proc/self/environ, /proc/$PPID/environ (the searcher's)")
+    def _(home, rg=rg):
+        (home / "w").mkdir()
+        steps = [
+            calls(
+                ("Grep", {"pattern": "sk-probe", "path": "/proc/self/environ",
+                          "output_mode": "content"}),
+                ("Grep", {"pattern": "sk-probe", "path": "/proc/thread-self/environ",
+                          "output_mode": "content"}),
+                ("Grep", {"pattern": "sk-probe", "path": f"/proc/{os.getpid()}/environ",
+                          "output_mode": "content"}),
+            ),
+            text("done"),
+        ]  # fmt: skip
+        r, s = run(home, "--tools", "Grep", "go", steps=steps, **rg)
+        out = "".join(tool_results(s))
+        leaked = KEY in out or "sk-probe" in out
+        return not leaked, "key shown" if leaked else "not shown"
+
+
 @probe("glob: an absolute pattern and a symlinked directory into a Read-denied directory")
 def _(home):
     work = secret_tree(home)
@@ -614,6 +637,72 @@ def _(home):
     big_ok = notes[1] != "big:200"
     held = not leaked and ok == 200 and notes[0].endswith("400") and big_ok
     return held, ", ".join(notes) + ("; key shown" if leaked else "")
+
+
+# ---- the SDK protocol ------------------------------------------------------------------------
+
+SDK = ("--output-format", "stream-json", "--verbose")
+
+
+@probe("sdk: --disallowedTools / --settings deny Bash(rm:*) under bypassPermissions")
+def _(home):
+    (home / "w").mkdir()
+    kept = []
+    for flags in (
+        ("--disallowedTools", "Bash(rm:*)"),
+        ("--settings", json.dumps({"permissions": {"deny": ["Bash(rm:*)"]}})),
+    ):
+        (home / "w" / "v").write_text("keep")
+        run(home, *SDK, *flags, "--permission-mode", "bypassPermissions", "go",
+            steps=[calls(("Bash", {"command": "rm v"}), ("Bash", {"command": "env rm v"})),
+                   text("done")])  # fmt: skip
+        kept.append((home / "w" / "v").exists())
+    return all(kept), f"kept: {kept}"
+
+
+@probe("sdk: a misspelled rule, an unknown permission prompt tool, an unknown mode refused")
+def _(home):
+    codes = []
+    for flags in (
+        ("--disallowedTools", "bash(rm:*)"),
+        ("--permission-prompt-tool", "mcp__evil__approve"),
+        ("--permission-mode", "yolo"),
+    ):
+        r, _ = run(home, *SDK, *flags, "go")
+        codes.append(r.returncode)
+    return all(c == 2 for c in codes), f"exit codes {codes}"
+
+
+@probe("sdk: default mode, no one to ask (no --permission-prompt-tool): a Write is not made")
+def _(home):
+    (home / "w").mkdir()
+    steps = [calls(("Write", {"file_path": "made.txt", "content": "x"})), text("done")]
+    r, _ = run(home, *SDK, "go", steps=steps)
+    made = (home / "w" / "made.txt").exists()
+    return not made, "written" if made else f"not written (exit {r.returncode})"
+
+
+@probe("sdk: stream-json input asks to widen: set_permission_mode past a plan the flags set")
+def _(home):
+    (home / "w").mkdir()
+    lines = [
+        {"type": "control_request", "request_id": "1",
+         "request": {"subtype": "initialize", "hooks": None}},
+        {"type": "control_request", "request_id": "2",
+         "request": {"subtype": "set_permission_mode", "mode": "bogusMode"}},
+        {"type": "user", "message": {"role": "user", "content": "go"}},
+    ]  # fmt: skip
+    feed = "".join(json.dumps(x) + "\n" for x in lines)
+    steps = [calls(("Write", {"file_path": "made.txt", "content": "x"})), text("done")]
+    r, _ = run(home, *SDK, "--input-format", "stream-json", "--permission-mode", "plan",
+               input=feed, steps=steps)  # fmt: skip
+    answers = [json.loads(x) for x in r.stdout.splitlines() if '"control_response"' in x]
+    bad_mode = [a for a in answers if a["response"].get("request_id") == "2"]
+    refused = bool(bad_mode) and bad_mode[0]["response"].get("subtype") == "error"
+    made = (home / "w" / "made.txt").exists()
+    return refused and not made, f"bogus mode {'refused' if refused else 'accepted'}; " + (
+        "written in plan" if made else "not written"
+    )
 
 
 def main() -> int:
