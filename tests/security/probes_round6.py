@@ -392,6 +392,23 @@ def _(home):
     return not hits, f"reached {hits}" if hits else note
 
 
+@probe("webfetch: the provider key in a URL reaches the session files, stderr or the model")
+def _(home):
+    hits: list[str] = []
+    with web(hits_handler(hits)) as port:
+        urls = [f"http://127.0.0.1:{port}/?api_key={KEY}", f"http://{KEY}@127.0.0.1:{port}/"]
+        steps = [calls(*[("WebFetch", {"url": u, "prompt": "p"}) for u in urls]), text("done")]
+        (home / "c.toml").write_text("web_allow_private = true\nwebfetch_raw = true\n")
+        sess = home / "sess"
+        r, s = run(home, "-v", "-s", str(sess), "--tools", "WebFetch", "--permission-mode",
+                   "bypassPermissions", "go", steps=steps)  # fmt: skip
+    files = [p for p in sess.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    results = "".join(tool_results(s))
+    leaked = [str(p.name) for p in files] + (["stderr"] if KEY in r.stderr else [])
+    leaked += ["tool result"] if KEY in results else []
+    return not leaked, f"key in {leaked}" if leaked else f"redacted ({len(hits)} fetched)"
+
+
 @probe("webfetch: a gzip bomb (1 GB of zeros, 1 MB on the wire) stays bounded in memory")
 def _(home):
     import gzip
