@@ -48,6 +48,9 @@ class Query:
     def __init__(self, input: dict[str, Any], cwd: str):
         self.pattern: str = require(input, "pattern")
         self.root = search_root(input.get("path"), cwd)
+        if not os.path.isdir(self.root) and not os.path.isfile(self.root):
+            # a FIFO would hang the search, a device (/dev/zero) be read on and on
+            raise ToolError(f"{input.get('path')} is not a regular file or a directory")
         self.mode = input.get("output_mode") or "files_with_matches"
         if self.mode not in MODES:
             raise ToolError(f"'output_mode' must be one of {', '.join(MODES)}")

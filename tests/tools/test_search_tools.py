@@ -327,3 +327,17 @@ def test_in_the_repl_a_command_s_opt_in_tools_are_offered_for_its_turn_only(agi,
     before, command, _, after = (offered(q) for q in server.requests)
     assert "Grep" not in before and "Grep" in command and "Grep" not in after
     assert server.requests[2]["messages"][-1]["content"] == "Found 1 file\nsrc/app.py"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_path_that_is_no_file_nor_directory_is_refused(agi, tmp_path, backend):
+    # a FIFO with no writer hung the search (the Python one for good); /dev/zero was read on
+    # and on: only a directory or a regular file is searched
+    os.mkfifo(tmp_path / "fifo")
+    steps = [call("Grep", pattern="x", path="fifo"), call("Grep", pattern="x", path="/dev/zero")]
+    with FakeModel(*steps, text("done")) as server:
+        r = agi("--tools", "Grep", "go", server=server, cwd=tmp_path, extra_env=backend, timeout=30)
+    assert r.returncode == 0, r.stderr
+    fifo, zero = tool_texts(server)
+    assert "fifo is not a regular file or a directory" in fifo
+    assert "/dev/zero is not a regular file or a directory" in zero
