@@ -185,7 +185,7 @@ def _(home):
     return not seen, f"listed by calls {seen}" if seen else "not listed"
 
 
-@probe("grep[python]: a FIFO and /dev/zero as the path (hangs, memory) within --timeout 8")
+@probe("grep[python]: a FIFO and /dev/zero as the path (hangs, memory), no --timeout")
 def _(home):
     (home / "w").mkdir()
     os.mkfifo(home / "w" / "fifo")
@@ -196,8 +196,7 @@ def _(home):
     ]
     t0 = time.monotonic()
     try:
-        r, s = run(home, "--tools", "Grep", "--timeout", "8", "go", steps=steps, AGI_RG="",
-                   timeout=40)  # fmt: skip
+        r, s = run(home, "--tools", "Grep", "go", steps=steps, AGI_RG="", timeout=40)
     except subprocess.TimeoutExpired:
         return False, "still running 40 s later"
     took = time.monotonic() - t0
