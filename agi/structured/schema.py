@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agi.errors import ProviderError, SchemaFailed, UsageError
 from agi.fileio import loads, read_text
@@ -19,6 +19,9 @@ from agi.messages import MAX_NESTING, ReasoningDelta, Reply, Returning, UsageEve
 from agi.prompts import harness_text
 from agi.providers.capabilities import FORMATS, Formats, request_format
 from agi.providers.errors import refuses_format
+
+if TYPE_CHECKING:
+    from agi.engine.seams import ModelStream
 from agi.structured.dsl import MAX_DEPTH, NAME, Parser, SchemaError, error_at
 
 __all__ = [
@@ -324,7 +327,7 @@ def judge_instruction(criteria: str | None) -> str:
 
 
 def ask_once(
-    transport: Any, messages: list[Any], extra: dict[str, Any]
+    transport: ModelStream, messages: list[Any], extra: dict[str, Any]
 ) -> Generator[Any, None, Reply]:
     """One request without tools (a ghost one, or a one-call answer): pass reasoning on, keep
     the JSON text to ourselves, report usage."""
@@ -339,7 +342,7 @@ def ask_once(
 
 
 def ghost_json(
-    transport: Any,
+    transport: ModelStream,
     messages: list[dict[str, Any]],
     schema: dict[str, Any],
     instruction: str,
@@ -377,7 +380,7 @@ def ghost_json(
 
 
 def _negotiate(
-    transport: Any, convo: list[Any], schema: dict[str, Any], formats: Formats
+    transport: ModelStream, convo: list[Any], schema: dict[str, Any], formats: Formats
 ) -> Generator[Any, None, Reply]:
     """One reply, in the strongest form of structured output the endpoint has not refused:
     json_schema, then json_object with the schema, then json_object, then the prompt alone."""

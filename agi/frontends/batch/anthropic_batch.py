@@ -27,6 +27,7 @@ from agi.providers.usage import messages_usage
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
+    from agi.options.settings import Settings
 
 UNANSWERED = {"canceled": ("canceled at the provider before it was answered", 130)}
 UNANSWERED["expired"] = ("expired at the provider before it was answered", 3)
@@ -46,7 +47,7 @@ class AnthropicBatches:
         headers = {**self.wire.headers(), "Accept": "application/json"}
         self.http = Http(headers, lambda status, body: anthropic_error(body, status))
 
-    def item(self, custom_id: str, settings: Any, prompt: str) -> bytes:
+    def item(self, custom_id: str, settings: Settings, prompt: str) -> bytes:
         # --schema: the forced `answer` tool, as a live run asks (agi.providers.anthropic)
         params = self.wire.body(messages_for(settings, prompt), [], **schema_format(settings))
         params.pop("stream", None)  # a batch's requests are answered whole

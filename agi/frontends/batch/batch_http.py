@@ -10,11 +10,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agi.errors import ProviderError
 from agi.messages import Usage
 from agi.providers.errors import MAX_RETRY_WAIT, RETRYABLE_STATUS, retry_after
+
+if TYPE_CHECKING:
+    from agi.options.settings import Settings
 
 ATTEMPTS = 3
 
@@ -94,7 +97,7 @@ class BatchApi(Protocol):
     max_requests: int
     max_bytes: int
 
-    def item(self, custom_id: str, settings: Any, prompt: str) -> bytes:
+    def item(self, custom_id: str, settings: Settings, prompt: str) -> bytes:
         """The job's request as one entry of a batch, encoded (JSON in UTF-8): kept as bytes
         until it is sent, a tenth of what the request's objects would hold."""
         ...

@@ -29,6 +29,7 @@ from agi.providers.usage import parse_usage
 
 if TYPE_CHECKING:
     from agi.options.config import ModelConfig
+    from agi.options.settings import Settings
 
 ENDPOINT = "/v1/chat/completions"
 ENDED = {"completed", "failed", "expired", "cancelled"}
@@ -36,7 +37,7 @@ ENDED = {"completed", "failed", "expired", "cancelled"}
 UNANSWERED = {"batch_cancelled": 130, "batch_expired": 3}
 
 
-def messages_for(settings: Any, prompt: str) -> list[dict[str, Any]]:
+def messages_for(settings: Settings, prompt: str) -> list[dict[str, Any]]:
     """What `agi --no-tools PROMPT` sends first: the system prompt (the built-in one in its
     lean form, none under --schema: docs: prompts), then the prompt."""
     text = tool_less_system(settings.system, enforced=settings.schema is not None)
@@ -44,7 +45,7 @@ def messages_for(settings: Any, prompt: str) -> list[dict[str, Any]]:
     return [*system, user(prompt)]
 
 
-def schema_format(settings: Any) -> dict[str, Any]:
+def schema_format(settings: Settings) -> dict[str, Any]:
     """--schema's structured output in the request (json_schema, as a live run first asks)."""
     if settings.schema is None:
         return {}
@@ -64,7 +65,7 @@ class OpenAIBatches:
         headers = {**request_headers(config), "Accept": "application/json"}
         self.http = Http(headers, provider_error)
 
-    def item(self, custom_id: str, settings: Any, prompt: str) -> bytes:
+    def item(self, custom_id: str, settings: Settings, prompt: str) -> bytes:
         extra = schema_format(settings)
         body = request_body(self.config, messages_for(settings, prompt), [], **extra)
         for key in ("stream", "stream_options"):  # a batch's requests are answered whole

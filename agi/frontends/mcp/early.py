@@ -14,6 +14,7 @@ import os
 import select
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from agi.fileio import loads
@@ -22,7 +23,7 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  #
 LIMIT = 1 << 20  # a first line longer than this is the SDK's to read
 
 
-def import_sdk(warm: Any = None) -> threading.Thread:
+def import_sdk(warm: Callable[[], object] | None = None) -> threading.Thread:
     """The SDK imported on a thread, then `warm()` (what a first call loads besides)."""
 
     def load() -> None:

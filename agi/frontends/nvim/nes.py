@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.frontends.nvim.suggest import Flight, Suggestions
+
+if TYPE_CHECKING:
+    from agi.providers.fim import Completer
 
 FORMATS = ("chat", "zeta", "sweep")
 START, END = "<|editable_region_start|>", "<|editable_region_end|>"
@@ -172,7 +175,7 @@ def hunks(first: int, old: list[str], new: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def ask(completer: Any, request: dict[str, Any], attach: Callable[[Any], None]) -> str:
+def ask(completer: Completer, request: dict[str, Any], attach: Callable[[Any], None]) -> str:
     """One request to the backend, to the end of its reply (or of the rewritten window)."""
     options = request.get("options") or {}
     key, settings = completer.settings(options)
@@ -209,7 +212,7 @@ class NextEdits(Suggestions):
 
     deliver_to = "require('agi.nes')._event(...)"
 
-    def answer(self, completer: Any, flight: Flight) -> dict[str, Any]:
+    def answer(self, completer: Completer, flight: Flight) -> dict[str, Any]:
         request = flight.request
         text = ask(completer, request, flight.attach)
         window = [str(line) for line in request.get("window") or []]

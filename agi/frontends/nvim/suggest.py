@@ -10,9 +10,12 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.frontends.nvim.cancel import Cancellable
+
+if TYPE_CHECKING:
+    from agi.providers.fim import Completer
 
 DELIVER = "require('agi.suggest')._event(...)"
 SHOW_EVERY = 0.03  # seconds between updates of a growing suggestion (the first goes at once)
@@ -39,7 +42,7 @@ class Suggestions:
         self.nvim = nvim
         self.lock = threading.Lock()
         self.flights: dict[int, Flight] = {}  # the one in flight, by buffer
-        self.completer: Any = None  # agi.providers.fim.Completer, made on the first worker thread
+        self.completer: Completer | None = None  # made on the first worker thread
 
     def request(self, request: dict[str, Any]) -> None:
         flight = Flight(request)
@@ -96,7 +99,7 @@ class Suggestions:
             return error(f"internal error: {detail}")
         return event
 
-    def answer(self, completer: Any, flight: Flight) -> dict[str, Any]:
+    def answer(self, completer: Completer, flight: Flight) -> dict[str, Any]:
         """The request's final event: the suggestion, streamed in through `show`."""
         text = completer.complete(flight.request, lambda t: self.show(flight, t), flight.attach)
         return {"type": "done", "text": text}
