@@ -18,7 +18,10 @@ from fakeserver import FakeModel, call, text
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "agi"
 SEAMS = PACKAGE / "engine" / "seams.py"
-ANY_CEILING = 297  # parameters and fields annotated exactly `Any` (JSON values, mostly)
+# parameters and fields annotated exactly `Any` (JSON values, mostly): 297 until round four's
+# front ends, whose request parsers take JSON values (serve's fields, the SDK protocol's lines,
+# the MCP call's arguments, NES and settings listing); their collaborators are typed
+ANY_CEILING = 338
 PARTS = {"hooks", "lifecycle", "guard", "compactor", "checkpoints"}
 NULL_BRANCH_FREE = [PACKAGE / "engine" / "loop.py", PACKAGE / "tools" / "__init__.py"]
 

@@ -1,5 +1,5 @@
 """One request's run, checked against the server's options (docs: serve): the fields of a batch
-line (CONTRACT 19) plus `stream`, `background`, `keep`, `tools` and `permission_mode`. The
+line (docs: batch) plus `stream`, `background`, `keep`, `tools` and `permission_mode`. The
 server's options are the defaults and the limits of every request: a request may narrow
 `max_steps`, `timeout`, `max_cost`, the tools and the permission mode, never widen them (a
 Refused, 4xx, with the one line agi prints). Plain Python: the ASGI stack stays in app."""

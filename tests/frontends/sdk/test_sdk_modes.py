@@ -1,4 +1,4 @@
-"""The SDK protocol's permission modes (docs: protocols/claude-agent-sdk): a mode agi does not
+"""The SDK protocol's permission modes (docs: claude-agent-sdk): a mode agi does not
 know, asked for by a `set_permission_mode` control request, is an error answer and changes
 nothing (it had been kept, and a mode that is none of those that deny or ask let every call run).
 Driven as the SDKs do it, NDJSON on the real `agi`'s stdin. Found by the sixth round of probes."""
