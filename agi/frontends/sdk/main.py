@@ -25,6 +25,7 @@ from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
 from agi.frontends.sdk import flags
 from agi.frontends.sdk.asking import SdkAsk
 from agi.frontends.sdk.channel import Channel, Relay
+from agi.frontends.sdk.content import prompt_of
 from agi.frontends.sdk.stream import SdkView, anthropic_usage
 from agi.frontends.sdk.transcripts import claude_transcript
 from agi.options.settings import Settings
@@ -353,7 +354,6 @@ class Server:
         self.run = engine.open(spec)
 
     def turn(self, message: dict[str, Any]) -> None:
-        prompt = prompt_text(message.get("message") or {})
         view, run = self.view, self.run
         assert view is not None
         self.channel.send(self.init_message())
@@ -363,6 +363,7 @@ class Server:
         subtype, error, structured = "success", "", None
         self.turn_running.set()
         try:
+            prompt = prompt_of(message.get("message") or {})  # images: attachments (docs)
             if self.settings.schema is not None:
                 structured = run.ask(prompt).answer
             else:
@@ -406,19 +407,6 @@ class Server:
             result["structured_output"] = structured
         self.channel.send(result)
         self.state("idle")
-
-
-def prompt_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif isinstance(block, dict) and block.get("type") == "image":
-            raise UsageError("image blocks are not supported by agi's SDK protocol yet")
-    return "\n".join(parts)
 
 
 def serve(argv: list[str]) -> int:
