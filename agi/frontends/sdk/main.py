@@ -28,6 +28,7 @@ from agi.frontends.sdk.channel import Channel, Relay
 from agi.frontends.sdk.content import prompt_of
 from agi.frontends.sdk.stream import SdkView, anthropic_usage
 from agi.frontends.sdk.transcripts import claude_transcript
+from agi.messages import Usage
 from agi.options.settings import Settings
 from agi.options.values import overlay
 from agi.sessions.session import SessionIndex
@@ -53,6 +54,7 @@ class Server:
         self.mode = flags.mode_of(args.sdk.permission_mode or "default")
         self.turn_running = threading.Event()
         self.transcript: Transcript | None = None
+        self.spent = Usage()  # the session's model calls before this process (meta.json)
 
     # opening
 
@@ -174,6 +176,7 @@ class Server:
         )
         self.run = engine.open(spec)
         self.session_id = self.run.session.path.name
+        self.spent = Usage.from_dict(self.run.session.meta.get("usage"))  # before this process
         self.view.session_id = self.session_id
         if not settings.ephemeral:  # where the SDKs' list_sessions() reads (docs)
             self.transcript = claude_transcript(self.run.session, os.getcwd())
@@ -380,7 +383,7 @@ class Server:
             self.turn_running.clear()
             view.end_reply()
             run.resume()
-        total = run.meter.total  # the process's whole usage so far
+        total = self.spent + run.meter.total  # the session's, as Claude Code counts it (docs)
         if self.transcript is not None:
             try:
                 self.transcript.update()
@@ -397,7 +400,7 @@ class Server:
             "result": error or view.last_text,
             "stop_reason": "end_turn" if not error else None,
             "total_cost_usd": total.cost or 0.0,
-            "usage": anthropic_usage(total),
+            "usage": anthropic_usage(view.usage),  # this turn's
             "permission_denials": [],
             "uuid": str(uuid.uuid4()),
         }

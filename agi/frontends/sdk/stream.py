@@ -18,13 +18,13 @@ from agi.messages import (
     TextDelta,
     ToolEnd,
     ToolStart,
+    Usage,
     UsageEvent,
 )
 
 if TYPE_CHECKING:
     from agi.engine.seams import Event
     from agi.frontends.sdk.channel import Channel
-    from agi.messages import Usage
 
 
 def anthropic_usage(usage: Usage | None) -> dict[str, Any]:
@@ -60,6 +60,7 @@ class SdkView:
         self.api_seconds = 0.0
         self.step_started: float | None = None
         self.last_text = ""  # the turn's last assistant text: the result's `result`
+        self.usage = Usage()  # the turn's model calls (the main loop's): the result's `usage`
         self.open = False  # a reply is under way (message_start sent)
 
     # the View protocol
@@ -107,6 +108,7 @@ class SdkView:
             )
         elif isinstance(event, UsageEvent):
             self.api_done()
+            self.usage.add(event.usage)
             if self.open:
                 ending: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": None,
                          "stop_sequence": None}, "usage": anthropic_usage(event.usage)}  # fmt: skip
@@ -135,7 +137,7 @@ class SdkView:
     # the turn
 
     def begin_turn(self) -> None:
-        self.steps, self.api_seconds, self.last_text = 0, 0.0, ""
+        self.steps, self.api_seconds, self.last_text, self.usage = 0, 0.0, "", Usage()
 
     def end_reply(self) -> None:
         """The reply's last block, and the end of its stream events."""
