@@ -64,3 +64,10 @@ def block_file(block: dict[str, Any], number: int) -> Attachment | str:
         f"{where} has {what}: agi sends files given as base64 data only "
         "(an image: PNG, JPEG, GIF, WebP; a document: a PDF or plain text)"
     )
+
+
+def replayed(message: dict[str, Any], uid: str, session_id: str) -> dict[str, Any]:
+    """A user message as --replay-user-messages echoes it, with the uuid that names it (to
+    `rewind_files`, say)."""
+    return {"type": "user", "message": message.get("message") or {}, "parent_tool_use_id": None,
+            "session_id": session_id, "uuid": uid, "isReplay": True}  # fmt: skip

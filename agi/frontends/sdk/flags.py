@@ -55,6 +55,7 @@ def sdk_parser() -> Parser:
     add("--setting-sources")
     add("--json-schema")
     add("--include-partial-messages", action="store_true")
+    add("--replay-user-messages", action="store_true")  # each user message echoed, its uuid
     add("--add-dir", action="append", default=[])
     add("--plugin-dir", action="append", default=[])
     add("--max-thinking-tokens", type=_positive_int)

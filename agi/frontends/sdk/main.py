@@ -18,14 +18,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from agi import __version__, engine
+from agi import engine
 from agi.claude.transcript import Transcript
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
-from agi.frontends.sdk import flags
+from agi.frontends.sdk import flags, handshake
 from agi.frontends.sdk.asking import SdkAsk
 from agi.frontends.sdk.channel import Channel, Relay
-from agi.frontends.sdk.content import prompt_of
+from agi.frontends.sdk.content import prompt_of, replayed
+from agi.frontends.sdk.rewinding import Rewinds
 from agi.frontends.sdk.stream import SdkView, anthropic_usage
 from agi.frontends.sdk.transcripts import claude_transcript
 from agi.messages import Usage
@@ -33,7 +34,6 @@ from agi.options.settings import Settings
 from agi.options.values import overlay
 from agi.sessions.session import SessionIndex
 
-CLAUDE_CODE_VERSION = "2.1.0"  # a version the SDKs accept (2.0.0 or later)
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 LINE_LIMIT = 64 << 20  # bytes of one stdin line at most
 
@@ -55,6 +55,7 @@ class Server:
         self.turn_running = threading.Event()
         self.transcript: Transcript | None = None
         self.spent = Usage()  # the session's model calls before this process (meta.json)
+        self.rewinds: Rewinds | None = None  # once the run is open
 
     # opening
 
@@ -177,6 +178,7 @@ class Server:
         self.run = engine.open(spec)
         self.session_id = self.run.session.path.name
         self.spent = Usage.from_dict(self.run.session.meta.get("usage"))  # before this process
+        self.rewinds = Rewinds(self.run.session, settings.home)
         self.view.session_id = self.session_id
         if not settings.ephemeral:  # where the SDKs' list_sessions() reads (docs)
             self.transcript = claude_transcript(self.run.session, os.getcwd())
@@ -190,60 +192,20 @@ class Server:
                                "uuid": str(uuid.uuid4()), "sdk_host_only": True})  # fmt: skip
 
     def initialized(self) -> dict[str, Any]:
-        return {
-            "commands": [
-                {
-                    "name": c.name,
-                    "description": getattr(c, "description", "") or "",
-                    "argumentHint": "",
-                }
-                for c in self.settings.commands
-            ],  # fmt: skip
-            "models": [
-                {
-                    "value": self.settings.model.label,
-                    "displayName": self.settings.model.label,
-                    "description": "agi's model",
-                }
-            ],  # fmt: skip
-            "current_permission_mode": self.mode,
-            "pid": os.getpid(),
-            "agi_version": __version__,
-            "claude_code_version": CLAUDE_CODE_VERSION,
-            "output_style": "default",
-            "available_output_styles": ["default"],
-            "account": {},
-        }
+        return handshake.initialized(self.settings, self.mode)
 
     def init_message(self) -> dict[str, Any]:
-        tools = list(self.run.agent.toolbox.tools)
         servers = json.loads(self.mcp.read_text()).get("mcpServers", {}) if self.mcp else {}
-        return {
-            "type": "system",
-            "subtype": "init",
-            "session_id": self.session_id,
-            "uuid": str(uuid.uuid4()),
-            "cwd": os.getcwd(),
-            "tools": tools,
-            "mcp_servers": [{"name": n, "status": "connected"} for n in servers],
-            "model": self.settings.model.label,
-            "permissionMode": self.mode,
-            "slash_commands": [c.name for c in self.settings.commands],
-            "agents": [a.name for a in self.settings.agents],
-            "skills": [s.name for s in self.settings.skills],
-            "apiKeySource": "none",
-            "output_style": "default",
-            "claude_code_version": CLAUDE_CODE_VERSION,
-            "agi_version": __version__,
-        }
+        tools = list(self.run.agent.toolbox.tools)
+        return handshake.init_message(self.settings, self.mode, self.session_id, tools, [*servers])
 
     def control(self, message: dict[str, Any]) -> None:
         """A control request from the SDK, answered at once (from the reader's thread), but
-        `initialize` and `set_model`, which the main thread takes in order."""
+        `initialize`, `set_model` and `rewind_files`, which the main thread takes in order."""
         request_id = str(message.get("request_id"))
         body = message.get("request") or {}
         subtype = body.get("subtype")
-        if subtype in ("initialize", "set_model"):
+        if subtype in ("initialize", "set_model", "rewind_files"):
             self.inbox.put((subtype, message))
             return
         try:
@@ -307,6 +269,11 @@ class Server:
                     self.initialize(message)
                 elif kind == "set_model":
                     self.set_model(message)
+                elif kind == "rewind_files":
+                    if self.run is None:
+                        self.open()
+                    assert self.rewinds is not None
+                    self.rewinds.answer(self.channel, message)
                 else:
                     if self.run is None:
                         self.open()
@@ -356,10 +323,21 @@ class Server:
                        session=choice, session_start=False)  # fmt: skip
         self.run = engine.open(spec)
 
+    def take(self, message: dict[str, Any], rewinds: Rewinds) -> str | None:
+        """The user message's uuid, the SDK's (returned) or one made here: what rewind_files
+        names it by, echoed with it under --replay-user-messages (docs)."""
+        given = message.get("uuid") if isinstance(message.get("uuid"), str) else None
+        uid = given or str(uuid.uuid4())
+        if self.args.sdk.replay_user_messages:
+            self.channel.send(replayed(message, uid, self.session_id))
+        rewinds.start(uid)
+        return given
+
     def turn(self, message: dict[str, Any]) -> None:
-        view, run = self.view, self.run
-        assert view is not None
+        view, run, rewinds = self.view, self.run, self.rewinds
+        assert view is not None and rewinds is not None
         self.channel.send(self.init_message())
+        given = self.take(message, rewinds)
         self.state("running")
         view.begin_turn()
         started = time.monotonic()
@@ -383,6 +361,7 @@ class Server:
             self.turn_running.clear()
             view.end_reply()
             run.resume()
+            rewinds.end()
         total = self.spent + run.meter.total  # the session's, as Claude Code counts it (docs)
         if self.transcript is not None:
             try:
@@ -408,6 +387,8 @@ class Server:
             result["errors"] = [error]
         if structured is not None:
             result["structured_output"] = structured
+        if given:
+            result["user_message_uuid"] = given
         self.channel.send(result)
         self.state("idle")
 
