@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,14 @@ class Policy:
                     raise UsageError(f"--allow-write {d}: not a directory")
                 dirs.append(real)
         return cls(mode, tuple(dict.fromkeys(dirs)), not no_network)
+
+    def widened(self, dirs: Iterable[str]) -> Policy:
+        """In workspace mode, this policy with more writable directories (the Claude Agent
+        SDKs' --add-dir, docs: sandbox); any other mode as it is (read-only writes nothing)."""
+        if self.mode != "workspace":
+            return self
+        more = [os.path.realpath(os.path.expanduser(d)) for d in dirs]
+        return replace(self, writable=tuple(dict.fromkeys([*self.writable, *more])))
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Policy:

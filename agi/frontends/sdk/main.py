@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,9 @@ class Server:
         """The settings; under --strict-mcp-config no MCP server but --mcp-config's (none of
         agi's mcp.json, plugins or settings files)."""
         mcp = None if self.strict else self.mcp  # strict: RunSpec's mcp instead (`added`)
-        return Settings.load(*flags.layers(self.args, self.hooks, mcp))
+        settings = Settings.load(*flags.layers(self.args, self.hooks, mcp))
+        # --add-dir's directories are writable under --sandbox workspace too (docs)
+        return replace(settings, sandbox=settings.sandbox.widened(self.args.roots))
 
     @property
     def strict(self) -> bool:
