@@ -48,3 +48,21 @@ def test_can_use_tool_denies_a_write(env, tmp_path):
     assert not target.exists()
     assert "no Write here" in seen["content"]
     assert got[-1]["subtype"] == "success"
+
+
+def test_rewind_files_dry_run_then_rewind(env, tmp_path):
+    target = tmp_path / "made.txt"
+    with FakeModel(call("Write", file_path=str(target), content="x"), text("made")) as server:
+        e = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+        done = subprocess.run(
+            ["node", str(CLIENTS / "rewind.mjs"), str(AGI), "make it"],
+            env=e, cwd=tmp_path, capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    got = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    result = next(m for m in got if m.get("type") == "result")
+    dry = next(m for m in got if "dry" in m)
+    rewound = next(m for m in got if "rewound" in m)
+    assert result["subtype"] == "success" and result["user_message_uuid"] == dry["id"]
+    assert dry["dry"] == {"canRewind": True, "filesChanged": [str(target)]}
+    assert rewound["rewound"]["canRewind"] is True and not target.exists()
