@@ -4,7 +4,6 @@ and `--queue`, one lock per session, SSE, and a disconnect cancelling its run (d
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import threading
 import uuid
@@ -18,6 +17,7 @@ from starlette.responses import JSONResponse
 from agi.api.events import Event
 from agi.engine.result import RunResult
 from agi.errors import AgiError
+from agi.frontends.serve.early import authorised, failure
 from agi.frontends.serve.requests import Refused, RunRequest, parse_run
 from agi.frontends.serve.runner import Job, Shared, refused
 
@@ -28,7 +28,7 @@ END = object()  # a run's thread is done
 
 def error(e: Refused) -> JSONResponse:
     """OpenAI's error shape, with agi's one line."""
-    body = {"error": {"message": f"agi: {e}", "type": e.kind, "code": e.code, "param": None}}
+    body = failure(str(e), e.status, e.code)
     headers = {"retry-after": "1"} if e.status == 429 else None
     return JSONResponse(body, status_code=e.status, headers=headers)
 
@@ -89,12 +89,7 @@ class Server:
         self.ready = threading.Event()
 
     def authorised(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        expected = self.token.encode()
-        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), expected)
+        return authorised(self.token, request.headers.get("authorization", ""))
 
     async def loaded(self) -> Any:
         if not self.ready.is_set():

@@ -1,8 +1,8 @@
 """`agi --serve [HOST:]PORT`: the address and the token checked, the socket listening, the
 application served by uvicorn until SIGINT/SIGTERM (running requests drained within
-`--timeout`). The server's options are loaded on a thread once the socket listens, so the first
-request is answered at once (`/healthz`); a run waits for them, a bad option ends the server
-with exit 2 (docs: serve)."""
+`--timeout`). The application is built and the server's options loaded on a thread once uvicorn
+has started, so the first request is answered at once (`/healthz`, serve.early); a run waits
+for them, a bad option ends the server with exit 2 (docs: serve)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import AgiError, UsageError
+from agi.frontends.serve.early import Early
 
 if TYPE_CHECKING:
     from agi.options.values import Layer
@@ -67,54 +68,85 @@ def main(args: argparse.Namespace, layer: Layer) -> int:
             f"--serve {host}: binding to anything but loopback needs a token (--serve-token or "
             "AGI_SERVE_TOKEN)"
         )
-    try:
-        # lazy: the ASGI stack, the `serve` extra, loaded on this path alone
-        import uvicorn
+    uvicorn = asgi_server()
+    sock = listening(host, port)
+    served = Served(args, layer, token, uvicorn)
+    bound = sock.getsockname()
+    sys.stderr.write(f"agi: serving on http://{host_text(bound[0])}:{bound[1]}\n")
+    sys.stderr.flush()
+    served.http.run(sockets=[sock])
+    if served.failed:
+        raise served.failed[0]
+    return 0
 
-        # lazy: the application, loaded with the ASGI stack it is built on
-        from agi.frontends.serve.app import Server
-        from agi.frontends.serve.routes import build  # lazy: as the application
-        from agi.frontends.serve.runner import Shared, load  # lazy: the engine, after the stack
+
+def asgi_server() -> Any:
+    """uvicorn, once Starlette is known to be there too (the `serve` extra)."""
+    try:
+        # lazy: the ASGI server, the `serve` extra, loaded on this path alone
+        import starlette  # noqa: F401  (the framework the application is built on, checked now)
+        import uvicorn
     except ImportError as e:
         raise UsageError(
             f"--serve needs the serve extra: pip install 'agi-cli[serve]' ({e})"
         ) from None
-    sock = listening(host, port)
-    shared = Shared(layer, args.budget)
-    server = Server(shared, token, args.jobs or 8, 64 if args.queue is None else args.queue)
-    config = uvicorn.Config(
-        build(server),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=None,
-        server_header=False,
-    )
-    http = uvicorn.Server(config)
-    failed: list[AgiError] = []
+    return uvicorn
 
-    def load_options() -> None:
+
+class Served:
+    """uvicorn serving `Early` at once; the application built and the options loaded on a
+    thread once uvicorn has started (a failure ends the server: `failed`)."""
+
+    def __init__(self, args: argparse.Namespace, layer: Layer, token: str | None, uvicorn: Any):
+        self.args, self.layer, self.token = args, layer, token
+        self.early = Early(token)
+        self.failed: list[AgiError] = []
+        self.config = uvicorn.Config(
+            self.early,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=None,
+            server_header=False,
+        )
+        assemble = self.assemble
+
+        class Http(uvicorn.Server):  # type: ignore[misc,name-defined]
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                await super().startup(sockets)
+                threading.Thread(target=assemble, name="agi-serve-load", daemon=True).start()
+
+        self.http = Http(self.config)
+
+    def assemble(self) -> None:
+        """The application built, then the options loaded (runs wait for them: `ready`)."""
+        ready = None
         try:
-            shared.loaded = load(layer, args.budget)
-            loaded_timeout = shared.loaded.kept.timeout
-            config.timeout_graceful_shutdown = int(loaded_timeout) if loaded_timeout else None
-        except AgiError as e:
-            failed.append(e)
-            http.should_exit = True
-        except Exception as e:  # a bug: the server cannot serve
-            failed.append(AgiError(f"internal error: {type(e).__name__}: {e}"))
-            http.should_exit = True
-        finally:
-            server.ready.set()
+            # lazy: the application, its framework and the engine, after the socket answers
+            from agi.frontends.serve.app import Server
+            from agi.frontends.serve.routes import build
+            from agi.frontends.serve.runner import Shared, load
 
-    threading.Thread(target=load_options, name="agi-serve-load", daemon=True).start()
-    bound = sock.getsockname()
-    sys.stderr.write(f"agi: serving on http://{host_text(bound[0])}:{bound[1]}\n")
-    sys.stderr.flush()
-    http.run(sockets=[sock])
-    if failed:
-        raise failed[0]
-    return 0
+            args = self.args
+            shared = Shared(self.layer, args.budget)
+            queue = 64 if args.queue is None else args.queue
+            server = Server(shared, self.token, args.jobs or 8, queue)
+            ready = server.ready
+            self.early.app = build(server)
+            self.early.built.set()
+            shared.loaded = load(self.layer, args.budget)
+            loaded_timeout = shared.loaded.kept.timeout
+            self.config.timeout_graceful_shutdown = int(loaded_timeout) if loaded_timeout else None
+        except AgiError as e:
+            self.failed.append(e)
+            self.http.should_exit = True
+        except Exception as e:  # a bug: the server cannot serve
+            self.failed.append(AgiError(f"internal error: {type(e).__name__}: {e}"))
+            self.http.should_exit = True
+        finally:
+            self.early.built.set()
+            if ready is not None:
+                ready.set()
 
 
 def host_text(host: Any) -> str:

@@ -18,11 +18,11 @@ from agi.engine.result import RunResult
 from agi.errors import AgiError
 from agi.frontends.serve import openai
 from agi.frontends.serve.app import Background, Server, error, sse
+from agi.frontends.serve.early import NO_TOKEN
 from agi.frontends.serve.requests import Refused, RunRequest, confined
 from agi.frontends.serve.runner import Job, refused
 
 Handler = Callable[[Request], Awaitable[Response]]
-NO_TOKEN = "a bearer token is required (Authorization: Bearer TOKEN)"
 
 
 def build(server: Server) -> Starlette:
