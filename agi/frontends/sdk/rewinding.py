@@ -1,8 +1,9 @@
 """The SDK's `rewind_files` (docs: claude-agent-sdk, checkpoints): the files back to their state
 before the turn a user message began, from agi's checkpoints. Each user message's `uuid` (the
 SDK's, or one agi makes, echoed under --replay-user-messages) is mapped to the checkpoint turn it
-began; the answer is the SDKs' RewindFilesResult (`canRewind`, `filesChanged`, `error`). Like
-`agi --rewind-files N`: the conversation stays as it is."""
+began, kept in the session's meta.json (a resumed or forked session has it); the answer is the
+SDKs' RewindFilesResult (`canRewind`, `filesChanged`, `error`). Like `agi --rewind-files N`: the
+conversation stays as it is."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from agi.errors import AgiError
 from agi.policy.environment import SECRETS
 
 LOCK_WAIT = 30.0  # seconds to wait for the session's lock (another agi on it)
+KEPT = "sdk_turns"  # meta.json's key for the map, so a resumed session has it
+KEEP = 1000  # messages the map keeps at most (the latest)
 
 
 class Unrewindable(AgiError):
@@ -26,12 +29,16 @@ class Unrewindable(AgiError):
 
 
 class Rewinds:
-    """The user messages this process took in on a session, each with the checkpoint turn it
-    began: `start` before the message's turn, `end` after it; `answer` the SDK's request."""
+    """A session's user messages, each with the checkpoint turn it began (kept in meta.json):
+    `start` before the message's turn, `end` after it; `answer` the SDK's request."""
 
     def __init__(self, session: Any, home: Path) -> None:
         self.session, self.home = session, home
-        self.turns: dict[str, int] = {}
+        kept = session.meta.get(KEPT)
+        self.turns: dict[str, int] = {
+            k: v for k, v in (kept if isinstance(kept, dict) else {}).items()
+            if isinstance(k, str) and type(v) is int and v > 0
+        }  # fmt: skip
         self.taking: tuple[str, int] | None = None
 
     def last_turn(self) -> int:
@@ -52,6 +59,14 @@ class Rewinds:
             (uid, before), self.taking = self.taking, None
             if self.last_turn() > before:
                 self.turns[uid] = before + 1
+                self.keep()
+
+    def keep(self) -> None:
+        """The map into the session's meta.json (the latest KEEP messages)."""
+        session = self.session
+        with session.locked(time.monotonic() + LOCK_WAIT, LOCK_WAIT):
+            session.meta[KEPT] = dict(list(self.turns.items())[-KEEP:])
+            session.write_meta()
 
     def answer(self, channel: Any, message: dict[str, Any]) -> None:
         """A `rewind_files` control request answered: the RewindFilesResult, or an error (a
@@ -74,8 +89,8 @@ class Rewinds:
         if number is None:
             known = "none yet" if not self.turns else f"{len(self.turns)} of them"
             raise Unrewindable(
-                f"no checkpoint for user message {uid!r}: agi knows the user messages this "
-                f"process took in and began a turn with ({known})"
+                f"no checkpoint for user message {uid!r}: agi knows the user messages of this "
+                f"session that began a turn ({known})"
             )
         with session.locked(time.monotonic() + LOCK_WAIT, LOCK_WAIT):
             if not dry:

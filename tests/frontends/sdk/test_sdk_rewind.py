@@ -88,3 +88,26 @@ def test_a_dry_run_names_the_files_and_changes_nothing(agi, tmp_path):
     (result,) = [m for m in out if m.get("type") == "result"]
     assert result["user_message_uuid"] == "7d3c2f8e-1b0a-4c9d-8e7f-6a5b4c3d2e1f"
     assert not [m for m in out if m.get("isReplay")]  # only under --replay-user-messages
+
+
+def test_a_resumed_session_rewinds_to_a_message_of_an_earlier_process(env, tmp_path):
+    made = tmp_path / "made.txt"
+
+    async def first(opts) -> tuple[str, str]:
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("make it")
+            got = [m async for m in client.receive_response()]
+        (uid,) = [m.uuid for m in got if isinstance(m, UserMessage) and isinstance(m.content, str)]
+        return uid, got[-1].session_id
+
+    async def later(opts, uid: str) -> None:
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.rewind_files(uid)
+
+    with FakeModel(call("Write", file_path=str(made), content="x"), text("made")) as server:
+        replay = {"replay-user-messages": None}
+        opts = options(env, server, tmp_path, permission_mode="acceptEdits", extra_args=replay)
+        uid, sid = asyncio.run(first(opts))
+        assert made.read_text() == "x"
+        asyncio.run(later(options(env, server, tmp_path, resume=sid), uid))
+    assert not made.exists()
