@@ -59,7 +59,10 @@ class Rewinds:
             (uid, before), self.taking = self.taking, None
             if self.last_turn() > before:
                 self.turns[uid] = before + 1
-                self.keep()
+                try:
+                    self.keep()
+                except (AgiError, OSError) as e:  # the session's lock held elsewhere, say
+                    sys.stderr.write(f"agi: which turn each message began was not saved: {e}\n")
 
     def keep(self) -> None:
         """The map into the session's meta.json (the latest KEEP messages)."""
