@@ -11,13 +11,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agi.checkpoints.rewind import apply_files, plan_files, read_turns, record_rewind
 from agi.checkpoints.shadow import ShadowError
 from agi.checkpoints.snapshots import OFF, RecordsError, repair_records
 from agi.errors import AgiError
 from agi.policy.environment import SECRETS
+
+if TYPE_CHECKING:
+    from agi.frontends.sdk.channel import Channel
+    from agi.sessions.session import Session
 
 LOCK_WAIT = 30.0  # seconds to wait for the session's lock (another agi on it)
 KEPT = "sdk_turns"  # meta.json's key for the map, so a resumed session has it
@@ -32,7 +36,7 @@ class Rewinds:
     """A session's user messages, each with the checkpoint turn it began (kept in meta.json):
     `start` before the message's turn, `end` after it; `answer` the SDK's request."""
 
-    def __init__(self, session: Any, home: Path) -> None:
+    def __init__(self, session: Session, home: Path) -> None:
         self.session, self.home = session, home
         kept = session.meta.get(KEPT)
         self.turns: dict[str, int] = {
@@ -71,7 +75,7 @@ class Rewinds:
             session.meta[KEPT] = dict(list(self.turns.items())[-KEEP:])
             session.write_meta()
 
-    def answer(self, channel: Any, message: dict[str, Any]) -> None:
+    def answer(self, channel: Channel, message: dict[str, Any]) -> None:
         """A `rewind_files` control request answered: the RewindFilesResult, or an error (a
         dry run that cannot rewind is a success with `canRewind` false, as Claude Code's)."""
         request_id = str(message.get("request_id"))
