@@ -13,9 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi.checkpoints.rewind import apply_files, plan_files, read_turns, record_rewind
-from agi.checkpoints.shadow import ShadowError
-from agi.checkpoints.snapshots import OFF, RecordsError, repair_records
+from agi.checkpoints.snapshots import OFF, RecordsError, read_records, repair_records
 from agi.errors import AgiError
 from agi.policy.environment import SECRETS
 
@@ -48,10 +46,10 @@ class Rewinds:
     def last_turn(self) -> int:
         """The number of the session's last checkpoint turn (0: none yet)."""
         try:
-            turns, _ = read_turns(self.session.path, self.home, strict=False)
+            records = read_records(self.session.path, self.home, False)
         except (RecordsError, OSError):
             return 0
-        return turns[-1].number if turns else 0
+        return max((r["turn"] for r in records if isinstance(r.get("turn"), int)), default=0)
 
     def start(self, uid: str) -> None:
         self.taking = (uid, self.last_turn())
@@ -91,6 +89,10 @@ class Rewinds:
 
     def rewind(self, uid: str, dry: bool) -> dict[str, Any]:
         """Restore (or with `dry`, name) the files changed since the message's turn began."""
+        # lazy: the shadow repository's code, only once a rewind is asked (docs: development)
+        from agi.checkpoints.rewind import apply_files, plan_files, read_turns, record_rewind
+        from agi.checkpoints.shadow import ShadowError
+
         session, home = self.session, self.home
         number = self.turns.get(uid)
         if number is None:
