@@ -16,6 +16,7 @@ from agi.errors import UsageError
 from agi.fileio import PROMPT_LIMIT, read_text
 from agi.options.config import ModelConfig, agi_home, config_path, load_file, resolve_model, seconds
 from agi.options.values import NAMES, Layer, ToolChoice, env_layer, file_layer, resolve
+from agi.options.values import RUN_FIELDS as PER_RUN  # what one run may change alone
 from agi.policy.sandbox import Policy
 from agi.prompts import default_system_prompt
 
@@ -252,12 +253,6 @@ class Settings:
             model = changed.get("model", self.model)
             changed["attachments"] = _attachments(o.attachments, limit, model)
         return dataclasses.replace(self, **changed)
-
-
-PER_RUN: tuple[str, ...] = ("model", "sys", "schema", "exit_code", "max_steps", "timeout")
-PER_RUN += ("max_cost",)
-PER_RUN += ("attachments",)
-PER_RUN += ("ephemeral",)
 
 
 def offers_tools(tools: ToolSources) -> bool:

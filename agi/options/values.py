@@ -243,3 +243,16 @@ def overlay(source: str, spelled: dict[str, str] | None = None, **given: Any) ->
     if unknown:
         raise TypeError(f"unknown options: {', '.join(unknown)}")
     return Layer(Options(**given), source, dict(spelled or {}))
+
+
+# the options one run may change alone, as a request gives them: a batch line's fields (docs:
+# batch), which the MCP server's calls and `agi --serve`'s requests take too
+RUN_FIELDS: tuple[str, ...] = ("model", "schema", "exit_code", "sys", "attachments", "ephemeral")
+RUN_FIELDS += ("max_steps", "timeout", "max_cost")
+
+
+def request_layer(source: str, request: object) -> Layer:
+    """The last layer of a request's run: its attributes named in RUN_FIELDS (None says
+    nothing), errors naming the request's fields as it spells them."""
+    given = {name: getattr(request, name) for name in RUN_FIELDS}
+    return overlay(source, {"model": "model", "schema": "schema"}, **given)

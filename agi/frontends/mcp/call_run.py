@@ -32,7 +32,7 @@ from agi.frontends.views.terminal import Silent, describe_input
 from agi.messages import StepStart, ToolStart
 from agi.options.config import NoModel
 from agi.options.settings import Settings, model_for
-from agi.options.values import Options, overlay
+from agi.options.values import Options, overlay, request_layer
 from agi.policy.redaction import redact_values, usable
 from agi.providers.endpoint import configured_providers, require_configured
 from agi.providers.pool import ClientPool
@@ -92,19 +92,7 @@ class Base:
         if call.model is not None:
             model = model_for(self.layer, overlay(SOURCE, {"model": "model"}, model=call.model))
             require_configured(model, self.settings.model, self.configured, "model")
-        return overlay(
-            SOURCE,
-            {"model": "model", "schema": "schema"},  # errors name the call's fields
-            max_steps=call.max_steps,
-            timeout=call.timeout,
-            max_cost=call.max_cost,
-            schema=call.schema,
-            exit_code=call.exit_code,
-            sys=call.sys,
-            model=call.model,
-            attachments=call.attachments,
-            ephemeral=call.ephemeral,
-        )
+        return request_layer(SOURCE, call)
 
 
 def secrets(run: Run) -> list[str]:

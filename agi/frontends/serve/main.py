@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import threading
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from agi.errors import AgiError, UsageError
@@ -80,7 +81,7 @@ def main(args: argparse.Namespace, layer: Layer) -> int:
     return 0
 
 
-def asgi_server() -> Any:
+def asgi_server() -> ModuleType:
     """uvicorn, once Starlette is known to be there too (the `serve` extra)."""
     try:
         # lazy: the ASGI server, the `serve` extra, loaded on this path alone
@@ -97,11 +98,11 @@ class Served:
     """uvicorn serving `Early` at once; the application built and the options loaded on a
     thread once uvicorn has started (a failure ends the server: `failed`)."""
 
-    def __init__(self, args: argparse.Namespace, layer: Layer, token: str | None, uvicorn: Any):
+    def __init__(self, args: argparse.Namespace, layer: Layer, token: str | None, asgi: ModuleType):
         self.args, self.layer, self.token = args, layer, token
         self.early = Early(token)
         self.failed: list[AgiError] = []
-        self.config = uvicorn.Config(
+        self.config = asgi.Config(
             self.early,
             log_level="warning",
             access_log=False,
@@ -111,7 +112,7 @@ class Served:
         )
         assemble = self.assemble
 
-        class Http(uvicorn.Server):  # type: ignore[misc,name-defined]
+        class Http(asgi.Server):  # type: ignore[misc,name-defined]
             async def startup(self, sockets: list[socket.socket] | None = None) -> None:
                 await super().startup(sockets)
                 threading.Thread(target=assemble, name="agi-serve-load", daemon=True).start()

@@ -25,7 +25,7 @@ from agi.frontends.serve.requests import Limits, Refused, RunRequest
 from agi.frontends.views.terminal import Silent
 from agi.options.config import config_path, load_file
 from agi.options.settings import Settings, model_for
-from agi.options.values import overlay
+from agi.options.values import overlay, request_layer
 from agi.providers.endpoint import configured_providers, require_configured
 from agi.providers.pool import ClientPool
 
@@ -157,21 +157,6 @@ class Shared:
             base = dataclasses.replace(base, tools=tools)
         return base
 
-    def layer_of(self, request: RunRequest) -> Layer:
-        """The request's fields as the last layer, laid over the server's settings."""
-        return overlay(
-            SOURCE,
-            {"model": "model", "schema": "schema"},
-            max_steps=request.max_steps,
-            timeout=request.timeout,
-            max_cost=request.max_cost,
-            schema=request.schema,
-            exit_code=request.exit_code,
-            sys=request.sys,
-            model=request.model,
-            attachments=request.attachments,
-        )
-
 
 class Watch(Silent):
     """A run's view: each event typed, without the API key, to `put`; model-call latency to
@@ -215,7 +200,7 @@ class Job:
             meter = BudgetedMeter(settings.prices, cost, self.shared.budget)
         spec = RunSpec(
             settings,
-            layer=self.shared.layer_of(self.request),
+            layer=request_layer(SOURCE, self.request),
             view=self.view,
             ask=NoOne(),  # no person at a server: what the rules leave to one is denied
             pool=self.shared.pool,
