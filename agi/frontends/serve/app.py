@@ -21,6 +21,7 @@ from agi.frontends.serve.early import authorised, failure
 from agi.frontends.serve.requests import Refused, RunRequest, parse_run
 from agi.frontends.serve.runner import Job, Shared, refused
 
+KEPT_FINISHED = 1000  # background runs whose answer is kept once they end (the oldest forgotten)
 DEFAULT_BODY_LIMIT = 10 << 20  # stdin_limit's default: bytes of a request body read at most
 
 END = object()  # a run's thread is done
@@ -86,10 +87,18 @@ class Server:
         self.gate = Gate(jobs, queue)
         self.sessions: dict[str, asyncio.Lock] = {}
         self.background: dict[str, Background] = {}
+        self.finished: dict[str, None] = {}  # ended background runs, oldest first
         self.ready = threading.Event()
 
     def authorised(self, request: Request) -> bool:
         return authorised(self.token, request.headers.get("authorization", ""))
+
+    def ended(self, entry: Background) -> None:
+        """`entry` has ended: its answer is kept among the last KEPT_FINISHED ended ones."""
+        self.finished[entry.id] = None
+        while len(self.finished) > KEPT_FINISHED:
+            forgotten = next(iter(self.finished))
+            del self.finished[forgotten], self.background[forgotten]
 
     async def loaded(self) -> Any:
         if not self.ready.is_set():

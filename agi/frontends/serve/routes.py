@@ -111,6 +111,8 @@ class Routes:
             except Refused as e:
                 entry.result = RunResult.failed(e)
                 entry.status = "done"
+            finally:
+                server.ended(entry)
 
         server.background[entry.id] = entry
         entry.task = asyncio.ensure_future(body())

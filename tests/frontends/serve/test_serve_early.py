@@ -11,10 +11,10 @@ import threading
 import time
 
 import httpx
+from test_serve import GUARD, free_port, model_env, pytestmark  # noqa: F401
 
 from conftest import AGI
 from fakeserver import FakeModel, text
-from frontends.serve.test_serve import GUARD, free_port, model_env, pytestmark  # noqa: F401
 
 HOLD = '''
 import os, sys, time
