@@ -27,17 +27,13 @@ FIRST = [
 SECOND = ["git -c alias.x='!touch PWNED' x", "echo later", "git status --short"]
 
 
-def test_always_answers_add_one_narrow_rule_per_command_or_none(env, tmp_path: Path):
+def two_prompts(env, tmp_path: Path, answer, *script) -> tuple[Recorder, str]:
+    """Prompts "first" then "second" in one session of the real `agi --acp`, each permission
+    request answered by `answer(request, turn)`; the client and the session's directory."""
     turn = {"n": 1}
 
-    def answer(request: dict) -> str:
-        offered = {o["optionId"] for o in request["options"]}
-        if turn["n"] == 1 and "allow_always" in offered:
-            return "allow_always"
-        return "allow_once" if turn["n"] == 1 else "reject_once"
-
     async def go(server: FakeModel) -> tuple[Recorder, str]:
-        client = Recorder(answer=answer)
+        client = Recorder(answer=lambda request: answer(request, turn["n"]))
         env_ = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
         async with Agent(agi_argv(AGI), env_, tmp_path, client) as agent:
             sid = await agent.start()
@@ -48,13 +44,26 @@ def test_always_answers_add_one_narrow_rule_per_command_or_none(env, tmp_path: P
             agent.assert_valid()
         return client, sid
 
-    with FakeModel(
+    with FakeModel(*script) as server:
+        return run(go(server))
+
+
+def test_always_answers_add_one_narrow_rule_per_command_or_none(env, tmp_path: Path):
+    def answer(request: dict, turn: int) -> str:
+        offered = {o["optionId"] for o in request["options"]}
+        if turn == 1 and "allow_always" in offered:
+            return "allow_always"
+        return "allow_once" if turn == 1 else "reject_once"
+
+    client, sid = two_prompts(
+        env,
+        tmp_path,
+        answer,
         calls(*[("Bash", {"command": line}) for line in FIRST]),
         text("ok"),
         calls(*[("Bash", {"command": line}) for line in SECOND]),
         text("ok"),
-    ) as server:
-        client, sid = run(go(server))
+    )
 
     offers = {r["toolCall"]["rawInput"]["command"]: r["options"] for r in client.asked}
     for line in FIRST[:2]:  # not plain command names: once only
@@ -77,32 +86,17 @@ def test_always_on_a_terminal_call_adds_the_rules_of_its_line_not_terminal(env, 
     """`allow_always` on a Terminal starting `echo hi` keeps `Bash(echo:*)` (which then allows
     that line in a terminal too), never the bare `Terminal`: a later terminal running another
     command is asked about."""
-    turn = {"n": 1}
-
-    def answer(request: dict) -> str:
-        return "allow_always" if turn["n"] == 1 else "reject_once"
-
-    async def go(server: FakeModel) -> tuple[Recorder, str]:
-        client = Recorder(answer=answer)
-        env_ = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
-        async with Agent(agi_argv(AGI), env_, tmp_path, client) as agent:
-            sid = await agent.start()
-            await agent.prompt(sid, "first")
-            turn["n"] = 2
-            await agent.prompt(sid, "second")
-            await agent.close()
-            agent.assert_valid()
-        return client, sid
-
     start = {"action": "start", "command": "echo hi", "wait_ms": 100}
     later = {"action": "start", "command": "touch PWNED", "wait_ms": 100}
-    with FakeModel(
+    client, sid = two_prompts(
+        env,
+        tmp_path,
+        lambda request, turn: "allow_always" if turn == 1 else "reject_once",
         calls(("Terminal", start)),
         text("ok"),
         calls(("Terminal", {**start, "id": "again"}), ("Terminal", later)),
         text("ok"),
-    ) as server:
-        client, sid = run(go(server))
+    )
     rules = json.loads((Path(sid) / "settings.json").read_text())["permissions"]["allow"]
     assert rules == ["Bash(echo:*)"]
     asked = [r["toolCall"]["rawInput"].get("command") for r in client.asked]
