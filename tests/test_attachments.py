@@ -94,6 +94,8 @@ def test_chat_gets_image_url_and_file_parts_and_the_session_keeps_names(
     trace = (session / "trace.jsonl").read_text()
     assert base64.b64encode(files["png"].read_bytes()).decode() not in trace
     assert sha(files["png"]) in trace  # the trace names the file it sent
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["first_prompt"] == "what are these?"  # what session lists show: the text
 
 
 def test_a_file_is_kept_once_and_sent_again_with_the_conversation(agi, tmp_path, files) -> None:

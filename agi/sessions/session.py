@@ -355,7 +355,7 @@ class Session:
         if "first_prompt" not in meta:
             first = next((m for m in self.messages if m.get("role") == "user"), None)
             if first:
-                meta["first_prompt"] = str(first.get("content"))[:200]
+                meta["first_prompt"] = prompt_text(first.get("content"))[:200]
         self.meta = meta
         text = clean(self.redact(json.dumps(meta, indent=1, ensure_ascii=False, default=str)))
         replace_file(self.meta_file, (text + "\n").encode("utf-8"))
@@ -428,3 +428,11 @@ class MemorySession(Session):
 
     def write_meta(self, **updates: Any) -> None:
         self.meta = {**self.meta, **updates, "messages": len(self.messages)}
+
+
+def prompt_text(content: object) -> str:
+    """A user message's text: its text parts when it has parts (attachments are not text)."""
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return str(content)
