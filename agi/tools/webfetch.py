@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
+import zlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -120,7 +121,8 @@ def fetch(url: str, prompt: str, ctx: ToolContext) -> tuple[str, str, bytes, boo
                 "GET",
                 target,
                 headers={"Host": httpx.URL(url).netloc.decode("ascii"), "User-Agent": USER_AGENT,
-                         "Accept": "text/html, text/markdown, text/plain, */*;q=0.5"},
+                         "Accept": "text/html, text/markdown, text/plain, */*;q=0.5",
+                         "Accept-Encoding": ACCEPT_ENCODING},
                 extensions={"sni_hostname": host, "timeout": httpx.Timeout(left).as_dict()},
             )  # fmt: skip
             try:
@@ -154,16 +156,36 @@ def _judged(url: str, prompt: str, ctx: ToolContext) -> str:
     return url
 
 
+# the encodings a page may come in, read here from the raw stream so that one small compressed
+# chunk cannot expand past MAX_BYTES in memory (a gzip bomb): zlib's window bits for each
+ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+ACCEPT_ENCODING = "gzip, deflate"
+
+
 def _body(
     response: httpx.Response, deadline: float, url: str, seconds: float
 ) -> tuple[bytes, bool]:
+    """At most MAX_BYTES of the decoded body, and whether it was cut there."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity") and encoding not in ENCODINGS:
+        raise ToolError(f"{url}: the page is sent as {encoding!r}, not gzip or deflate")
+    inflate = zlib.decompressobj(ENCODINGS[encoding]) if encoding in ENCODINGS else None
     data = bytearray()
-    for chunk in response.iter_bytes():
-        data += chunk
-        if len(data) > MAX_BYTES:
-            return bytes(data[:MAX_BYTES]), True
-        if time.monotonic() > deadline:
-            raise ToolError(f"fetching {url} took over {seconds:g} s")
+    try:
+        for raw in response.iter_raw():
+            while raw:
+                if inflate is None:
+                    data += raw
+                    raw = b""
+                else:  # at most what is still wanted, the rest kept for the next round
+                    data += inflate.decompress(raw, MAX_BYTES + 1 - len(data))
+                    raw = inflate.unconsumed_tail
+                if len(data) > MAX_BYTES:
+                    return bytes(data[:MAX_BYTES]), True
+            if time.monotonic() > deadline:
+                raise ToolError(f"fetching {url} took over {seconds:g} s")
+    except zlib.error as e:
+        raise ToolError(f"{url}: the page's {encoding} encoding is broken: {e}") from None
     return bytes(data), False
 
 

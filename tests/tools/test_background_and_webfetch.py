@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import uuid
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -84,8 +85,19 @@ def test_background_output_is_bounded_and_needs_bash_output(agi, tmp_path):
     ]
 
 
+def gzipped(data: bytes, times: int = 1) -> bytes:
+    """`data` repeated `times` times, gzip-compressed as a server sends it."""
+    pack = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return b"".join(pack.compress(data) for _ in range(times)) + pack.flush()
+
+
+# a page of 64 MB once decompressed, 64 KB on the wire (WebFetch keeps 10 MB of it)
+BOMB = gzipped(b"agi " * (1 << 18), 64)
+
+
 class Pages(BaseHTTPRequestHandler):
-    """A page server: /page (HTML), /to-page (a redirect), /loop (redirects forever)."""
+    """A page server: /page (HTML), /to-page (a redirect), /loop (redirects forever), /gzip
+    (a gzip-encoded page), /bomb (BOMB), /brotli (an encoding WebFetch does not read)."""
 
     def log_message(self, *args: object) -> None:
         pass
@@ -100,6 +112,19 @@ class Pages(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            return
+        encoded = {
+            "/gzip": ("gzip", gzipped(b"Plain text, compressed.\n")),
+            "/bomb": ("gzip", BOMB),
+            "/brotli": ("br", b"\x1b\x00"),
+        }.get(self.path)
+        if encoded:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Encoding", encoded[0])
+            self.send_header("Content-Length", str(len(encoded[1])))
+            self.end_headers()
+            self.wfile.write(encoded[1])
             return
         where = {"/to-page": f"http://127.0.0.1:{port}/page", "/loop": "/loop",
                  "/to-other": f"http://localhost:{port}/page"}.get(self.path)  # fmt: skip
@@ -182,3 +207,17 @@ def test_the_process_table_helper_sees_a_live_process(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert alive(marker) == []
+
+
+def test_webfetch_decodes_gzip_and_keeps_at_most_10_mb_of_a_bomb(agi, tmp_path, pages):
+    (tmp_path / "config.toml").write_text("web_allow_private = true\nwebfetch_raw = true\n")
+    steps = [call("WebFetch", url=f"{pages}/{path}", prompt="p") for path in ("gzip", "bomb")]
+    steps += [call("WebFetch", url=f"{pages}/brotli", prompt="p"), text("done")]
+    with FakeModel(*steps) as server:
+        r = agi("--tools", "WebFetch", "go", server=server)
+    assert r.returncode == 0, r.stderr
+    plain, bomb, brotli = tool_texts(server)[:3]
+    assert plain == "Plain text, compressed."
+    assert bomb.startswith("agi agi agi ") and bomb.count("agi") < 20_000  # the raw cut
+    assert bomb.endswith(f"[... the page was cut at {10 << 20} bytes ...]")
+    assert brotli == f"Error: {pages}/brotli: the page is sent as 'br', not gzip or deflate"
