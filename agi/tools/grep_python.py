@@ -6,17 +6,21 @@ overlapping on a line make; binary files (a NUL byte) are skipped, as ripgrep sk
 
 from __future__ import annotations
 
+import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from agi.errors import ToolError
 
 # matching and context lines a search gathers at most (a match on every line of a few MB took
 # hundreds of MB before the output bound applied); past it the search stops and says so
 RECORD_LIMIT = 20_000
+BIG = 8 << 20  # a file over this many bytes is read a line at a time (not whole), unless multiline
+LINE_LIMIT = 1 << 20  # bytes of one line of such a file kept (the rest of the line is skipped)
 
 if TYPE_CHECKING:
     from agi.tools.grep_query import Query
@@ -69,6 +73,8 @@ def scan(path: str, regex: re.Pattern[str], query: Query, left: int = RECORD_LIM
     """The file's matches (None: none, binary, or unreadable), at most `left` lines of them
     (`query.cut` set when more were left out)."""
     try:
+        if not query.multiline and os.path.getsize(path) > BIG:
+            return scan_lines(path, regex, query, left)
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
@@ -108,6 +114,46 @@ def scan(path: str, regex: re.Pattern[str], query: Query, left: int = RECORD_LIM
             lo, hi = max(0, first - query.before), min(len(lines) - 1, last + query.after)
             hits.add(lo + 1, [line_text(t) for t in lines[lo : hi + 1]], False)
     return hits
+
+
+def scan_lines(path: str, regex: re.Pattern[str], query: Query, left: int) -> Hits | None:
+    """`scan` of a big file, a line at a time: the same records, in bounded memory."""
+    hits, before = Hits(path), deque[tuple[int, str]](maxlen=query.before or None)
+    after = 0  # context lines still to keep after the last match
+    with open(path, "rb") as f:
+        for number, raw in enumerate(_lines(f), 1):
+            if b"\0" in raw:
+                return None
+            text = line_text(raw.decode("utf-8", "replace"))
+            if regex.search(text) is None:
+                if after:
+                    hits.add(number, [text], False)
+                    after -= 1
+                elif query.before:
+                    before.append((number, text))
+                continue
+            hits.matches += 1
+            if query.mode == "files_with_matches":
+                return hits
+            if query.mode == "content":
+                if len(hits.lines) >= left:
+                    query.cut = RECORD_LIMIT
+                    return hits
+                for n, t in before:
+                    hits.add(n, [t], False)
+                before.clear()
+                hits.add(number, [text], True)
+                after = query.after
+    return hits if hits.matches else None
+
+
+def _lines(f: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each cut at LINE_LIMIT bytes (the rest of a longer line skipped)."""
+    while line := f.readline(LINE_LIMIT):
+        if len(line) == LINE_LIMIT and not line.endswith(b"\n"):
+            while (rest := f.readline(LINE_LIMIT)) and not rest.endswith(b"\n"):
+                pass
+        yield line
 
 
 def _matching(regex: re.Pattern[str], lines: list[str]) -> Iterator[tuple[int, int]]:

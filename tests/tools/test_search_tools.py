@@ -341,3 +341,35 @@ def test_a_path_that_is_no_file_nor_directory_is_refused(agi, tmp_path, backend)
     fifo, zero = tool_texts(server)
     assert "fifo is not a regular file or a directory" in fifo
     assert "/dev/zero is not a regular file or a directory" in zero
+
+
+@pytest.mark.skipif(not HAS_RG, reason="ripgrep not installed")
+def test_a_big_file_is_searched_a_line_at_a_time_with_ripgrep_s_records(agi, tmp_path):
+    """A file over 8 MB is read a line at a time by the Python search (it was read whole,
+    and decoded and split besides): the same content with context, counts and file names as
+    ripgrep's, and the line numbers right past a line longer than the 1 MB kept of one."""
+    filler = "filler line with nothing to find in it, padded out to sixty\n"
+    lines = [filler] * 160_000
+    for n in (10, 11, 5_000, 159_999):
+        lines[n] = f"needle number {n}\n"
+    lines[80_000] = "x" * (3 << 20) + "\n"  # a 3 MB line
+    lines[80_001] = "needle after the long line\n"
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (cwd / "big.log").write_text("".join(lines))
+    steps = [
+        call("Grep", pattern="needle", output_mode="content", **{"-n": True, "-C": 2}),
+        call("Grep", pattern="needle", output_mode="count"),
+        call("Grep", pattern="needle"),
+    ]
+    results = []
+    for backend in ({}, {"AGI_RG": ""}):
+        with FakeModel(*steps, text("done")) as server:
+            r = agi("--tools", "Grep", "go", server=server, cwd=cwd, extra_env=backend)
+        assert r.returncode == 0, r.stderr
+        results.append(tool_texts(server))
+    with_rg, without = results
+    assert with_rg == without
+    assert "big.log:80002:needle after the long line" in without[0]
+    assert "big.log-13-" + filler.strip() in without[0]
+    assert without[1].startswith("big.log:5")
