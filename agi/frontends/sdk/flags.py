@@ -172,6 +172,8 @@ def layers(args: SdkArgs, hooks: Path | None = None, mcp: Path | None = None) ->
         put("model", model_name(s.model), "--model")
     if s.permission_mode is not None:
         put("permission_mode", mode_of(s.permission_mode), "--permission-mode")
+    if "project" in source_names(s.setting_sources):
+        put("project", True, "--setting-sources")  # agi's --project: the .claude/ files
     settings = [*setting_files(s.setting_sources, os.getcwd())]
     if s.settings:
         settings.append(str(inline_file(args, s.settings, "settings.json", "--settings")))
@@ -265,21 +267,34 @@ def thinking_params(s: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
-def setting_files(sources: str | None, cwd: str) -> list[str]:
-    """`--setting-sources user,project,local`: Claude Code's settings files of those scopes
-    that exist, read as agi's --settings reads them."""
-    if sources is None:
-        return []
-    names = [n.strip() for n in sources.split(",") if n.strip()]
+def source_names(sources: str | None) -> list[str]:
+    names = [n.strip() for n in (sources or "").split(",") if n.strip()]
     unknown = [n for n in names if n not in SETTING_SOURCES]
     if unknown:
         raise UsageError(f"--setting-sources: unknown source {unknown[0]!r} (user, project, local)")
+    return names
+
+
+def setting_files(sources: str | None, cwd: str) -> list[str]:
+    """`--setting-sources user,project,local`: Claude Code's settings files of those scopes
+    that exist, read as agi's --settings reads them. `project` is agi's `--project` (the
+    working directory's `.claude/` settings, agents, skills and commands, its CLAUDE.md and
+    AGENTS.md), which reads `.claude/settings.local.json` too: `project` without `local` where
+    that file exists is refused (its rules were not asked for)."""
+    names = source_names(sources)
     home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
     where = {
         "user": home / "settings.json",
         "project": Path(cwd) / ".claude" / "settings.json",
         "local": Path(cwd) / ".claude" / "settings.local.json",
     }
+    if "project" in names:
+        if "local" not in names and where["local"].is_file():
+            raise UsageError(
+                f"--setting-sources {sources}: agi reads the project's {where['local']} with its "
+                "settings.json: add local to the sources, or leave project out"
+            )
+        names = [n for n in names if n == "user"]  # the project's files: --project's
     return [str(where[n]) for n in names if where[n].is_file()]
 
 

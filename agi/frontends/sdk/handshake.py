@@ -58,6 +58,7 @@ def init_message(
         "slash_commands": [c.name for c in settings.commands],
         "agents": [a.name for a in settings.agents],
         "skills": [s.name for s in settings.skills],
+        "plugins": [{"name": p.name, "path": str(p.root)} for p in settings.plugins],
         "apiKeySource": "none",
         "output_style": "default",
         "claude_code_version": CLAUDE_CODE_VERSION,

@@ -24,6 +24,7 @@ from agi.claude.transcript import Transcript
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
 from agi.frontends.sdk import flags, handshake
+from agi.frontends.sdk.agents import sdk_agents, with_agents
 from agi.frontends.sdk.asking import SdkAsk
 from agi.frontends.sdk.channel import Channel, Relay
 from agi.frontends.sdk.content import prompt_of, replayed
@@ -52,6 +53,7 @@ class Server:
         self.reads_state = os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1"
         self.mcp = self.mcp_file()
         self.hooks: Path | None = None
+        self.agents: list[Any] = []  # initialize's agents (AgentFile)
         self.mode = flags.mode_of(args.sdk.permission_mode or "default")
         self.turn_running = threading.Event()
         self.transcript: Transcript | None = None
@@ -109,7 +111,8 @@ class Server:
         mcp = None if self.strict else self.mcp  # strict: RunSpec's mcp instead (`added`)
         settings = Settings.load(*flags.layers(self.args, self.hooks, mcp))
         # --add-dir's directories are writable under --sandbox workspace too (docs)
-        return replace(settings, sandbox=settings.sandbox.widened(self.args.roots))
+        settings = replace(settings, sandbox=settings.sandbox.widened(self.args.roots))
+        return with_agents(settings, self.agents)
 
     @property
     def strict(self) -> bool:
@@ -292,7 +295,9 @@ class Server:
         request_id = str(message.get("request_id"))
         try:
             if self.run is None:
-                self.hooks = self.hooks_file((message.get("request") or {}).get("hooks"))
+                request = message.get("request") or {}
+                self.hooks = self.hooks_file(request.get("hooks"))
+                self.agents = sdk_agents(request.get("agents"))
                 self.open()
             self.channel.answer(request_id, self.initialized())
         except AgiError as e:
