@@ -213,6 +213,7 @@ class Meter:
         self._lock = threading.Lock()
         self._calls: list[Usage] = []
         self._total = Usage()
+        self._models: dict[str, Usage] = {}  # the calls that reported usage, by model
         self._unknown: str | None = None  # why the run's cost is unknown, for --max-cost
         self._failures = 0  # calls that failed without reporting usage
         # calls in flight (concurrent subagents), each reserved at its caller's last call's
@@ -269,6 +270,7 @@ class Meter:
                 self._last[caller] = call.cost
             self._calls.append(call)
             self._total.add(call)
+            self._models.setdefault(model, Usage()).add(call)
             if call.cost is None and self._unknown is None:
                 self._unknown = (
                     missing_price(label)
@@ -296,6 +298,12 @@ class Meter:
         """The run's usage so far (a copy); its cost is unknown once a call failed unreported."""
         with self._lock:
             return Usage() + self._total + Usage(calls=self._failures)
+
+    @property
+    def by_model(self) -> dict[str, Usage]:
+        """The usage of the calls recorded so far, by the model each was made to (copies)."""
+        with self._lock:
+            return {model: Usage() + usage for model, usage in self._models.items()}
 
     def since(self, mark: int) -> tuple[Usage, int]:
         """The calls recorded after `mark` (a count of calls), and the mark to use next time."""

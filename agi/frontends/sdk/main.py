@@ -29,7 +29,7 @@ from agi.frontends.sdk.asking import SdkAsk
 from agi.frontends.sdk.channel import Channel, Relay
 from agi.frontends.sdk.content import prompt_of, replayed
 from agi.frontends.sdk.rewinding import Rewinds
-from agi.frontends.sdk.stream import SdkView, anthropic_usage
+from agi.frontends.sdk.stream import SdkView, anthropic_usage, model_usage
 from agi.frontends.sdk.transcripts import claude_transcript
 from agi.messages import Usage
 from agi.options.settings import Settings
@@ -388,6 +388,7 @@ class Server:
             "stop_reason": "end_turn" if not error else None,
             "total_cost_usd": total.cost or 0.0,
             "usage": anthropic_usage(view.usage),  # this turn's
+            "modelUsage": model_usage(run.meter.by_model, run.settings),  # this process's
             "permission_denials": [],
             "uuid": str(uuid.uuid4()),
         }

@@ -10,6 +10,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from agi.context.windows import configured_window, known_window
 from agi.messages import (
     AssistantText,
     Notice,
@@ -25,6 +26,7 @@ from agi.messages import (
 if TYPE_CHECKING:
     from agi.engine.seams import Event
     from agi.frontends.sdk.channel import Channel
+    from agi.options.settings import Settings
 
 
 def anthropic_usage(usage: Usage | None) -> dict[str, Any]:
@@ -39,6 +41,29 @@ def anthropic_usage(usage: Usage | None) -> dict[str, Any]:
         "cache_creation_input_tokens": usage.cache_write,
         "cache_read_input_tokens": usage.cached,
     }
+
+
+def model_usage(by_model: dict[str, Usage], settings: Settings) -> dict[str, Any]:
+    """Claude Code's `modelUsage`: each model's calls in this process, in the SDKs' camelCase
+    shape; the context window as configured or in agi's table (0: unknown)."""
+    shown: dict[str, Any] = {}
+    for model, usage in by_model.items():
+        label = f"{settings.model.provider}:{model}"
+        window = configured_window(label, model, settings.window.windows) or known_window(model)
+        primary = model == settings.model.model
+        shown[model] = {
+            "inputTokens": anthropic_usage(usage)["input_tokens"],
+            "outputTokens": usage.output,
+            "cacheReadInputTokens": usage.cached,
+            "cacheCreationInputTokens": usage.cache_write,
+            "webSearchRequests": 0,
+            "costUSD": usage.cost or 0.0,
+            "contextWindow": window or 0,
+            "maxOutputTokens": (settings.model.max_tokens or 0) if primary else 0,
+        }
+        if usage.reasoning:
+            shown[model]["thinkingTokens"] = usage.reasoning
+    return shown
 
 
 class SdkView:

@@ -41,3 +41,23 @@ def test_usage_is_the_turns_and_the_cost_the_sessions_running_total(env, tmp_pat
     assert first.total_cost_usd == pytest.approx(ONE_CALL)
     assert second.total_cost_usd == pytest.approx(2 * ONE_CALL)
     assert again.total_cost_usd == pytest.approx(3 * ONE_CALL)  # the resumed session's too
+
+
+def test_model_usage_is_each_models_calls_in_this_process(env, tmp_path):
+    (tmp_path / "config.toml").write_text("max_tokens = 777\n" + PRICES)
+    with FakeModel(text("one"), text("two")) as server:
+        first, second = asyncio.run(turns(options(env, server, tmp_path), "a", "b"))
+    assert list(first.model_usage) == ["fake-model"]
+    assert first.model_usage["fake-model"] == {
+        "inputTokens": 10,
+        "outputTokens": 5,
+        "cacheReadInputTokens": 0,
+        "cacheCreationInputTokens": 0,
+        "webSearchRequests": 0,
+        "costUSD": pytest.approx(ONE_CALL),
+        "contextWindow": 0,  # not configured, not in agi's table
+        "maxOutputTokens": 777,
+    }
+    counted = second.model_usage["fake-model"]  # as total_cost_usd: the running total
+    assert (counted["inputTokens"], counted["outputTokens"]) == (20, 10)
+    assert counted["costUSD"] == pytest.approx(2 * ONE_CALL) == second.total_cost_usd
