@@ -172,9 +172,10 @@ def layers(args: SdkArgs, hooks: Path | None = None, mcp: Path | None = None) ->
         put("model", model_name(s.model), "--model")
     if s.permission_mode is not None:
         put("permission_mode", mode_of(s.permission_mode), "--permission-mode")
-    if "project" in source_names(s.setting_sources):
+    sources = ALL_SOURCES if s.setting_sources is None else s.setting_sources
+    if "project" in source_names(sources):
         put("project", True, "--setting-sources")  # agi's --project: the .claude/ files
-    settings = [*setting_files(s.setting_sources, os.getcwd())]
+    settings = [*setting_files(sources, os.getcwd())]
     if s.settings:
         settings.append(str(inline_file(args, s.settings, "settings.json", "--settings")))
     if settings:
@@ -265,6 +266,11 @@ def thinking_params(s: argparse.Namespace) -> dict[str, Any] | None:
     if s.thinking == "disabled":
         return {"thinking": {"type": "disabled"}}
     return None
+
+
+# the sources read when the SDK names none, as Claude Code does (the SDKs: "When omitted, all
+# sources are loaded (matches CLI defaults)"); `setting_sources=[]` reads none
+ALL_SOURCES = "user,project,local"
 
 
 def source_names(sources: str | None) -> list[str]:
