@@ -116,7 +116,22 @@ class Stamped:
         return {"kind": "sse", "frames": play(), "delay": 0.0}
 
 
-def editor(nvim: str, init: Path, suggest: dict[str, Any]) -> Any:
+def environment(home: Path, url: str) -> None:
+    """What the benches' Neovim and its Python host read: this checkout, this Python, a home of
+    their own and the scripted server at `url` (nvim_case.prepare's init reads the first two)."""
+    os.environ.update(
+        AGI_BENCH_REPO=str(ROOT),
+        AGI_BENCH_PYTHON=sys.executable,
+        AGI_HOME=str(home / "agi-home"),
+        AGI_CONFIG=str(home / "config.toml"),
+        AGI_BASE_URL=url,
+        AGI_MODEL="fake-model",
+    )
+
+
+def attach(nvim: str, init: Path, suggest: dict[str, Any]) -> Any:
+    """A headless Neovim with agi set up (`suggest`: its suggest table), its Python host up, in
+    a new Python buffer."""
     import pynvim
 
     nv = pynvim.attach(
@@ -129,6 +144,12 @@ def editor(nvim: str, init: Path, suggest: dict[str, Any]) -> Any:
             raise RuntimeError("the Python host did not start")
         time.sleep(0.02)
     nv.command("enew | setlocal filetype=python expandtab shiftwidth=4")
+    return nv
+
+
+def editor(nvim: str, init: Path, suggest: dict[str, Any]) -> Any:
+    nv = attach(nvim, init, suggest)
+    deadline = time.monotonic() + 20
     nv.current.buffer[:] = ["def weighted(values, weight, fallback):", "    total = 0", ""]
     nv.current.window.cursor = (3, 0)
     nv.input("i    <Cmd>AgiSuggest<CR>")  # one suggestion first: the host imports agi.providers.fim
@@ -242,14 +263,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="agi-bench-suggest-"))
     step = Stamped("value * weight")
     with FakeModel(step) as server:
-        os.environ.update(
-            AGI_BENCH_REPO=str(ROOT),
-            AGI_BENCH_PYTHON=sys.executable,
-            AGI_HOME=str(home / "agi-home"),
-            AGI_CONFIG=str(home / "config.toml"),
-            AGI_BASE_URL=server.url,
-            AGI_MODEL="fake-model",
-        )
+        environment(home, server.url)
         init = prepare(nvim, home)
         rows = []
         for pattern in ("keys", "typing"):

@@ -5,14 +5,15 @@
 --- host. After `suggest.nes_delay` ms without a change, the changes since the last request go
 --- into the history as unified diffs and the host is asked, with the window of the buffer around
 --- the cursor, for that window rewritten (agi.frontends.nvim.nes); its answer comes back as hunks,
---- shown where they apply, with a sign, and named at the end of the cursor line when they are
---- out of view. A hunk whose lines changed since is dropped. See |agi-nes|.
+--- shown where they apply (lua/agi/hunks.lua), with a sign, and named at the end of the cursor
+--- line when they are out of view. Asking and placing wait while keys are typed ahead, so no key
+--- waits for them. A hunk whose lines changed since is dropped. See |agi-nes|.
 --- Its options are the `suggest` table's `nes*` fields (lua/agi/suggest.lua).
 
 local M, H = {}, {}
-local Around, U = require('agi.around'), require('agi.util')
+local Around, Hunks, U = require('agi.around'), require('agi.hunks'), require('agi.util')
 
-M.ns = vim.api.nvim_create_namespace('agi-nes')
+M.ns = Hunks.ns
 
 --- Turn next-edit suggestions on, off, or over ("toggle", the default).
 ---@param how string|nil "on" | "off" | "toggle"
@@ -99,18 +100,17 @@ M._fire = function()
   H.fire()
 end
 
--- Called from the Python host (agi.frontends.nvim.nes) through nvim_exec_lua.
+-- Called from the Python host (agi.frontends.nvim.nes) through nvim_exec_lua. The hunks are
+-- placed once no key waits: a key typed meanwhile goes first and, as a change, drops them.
 M._event = function(id, event)
   local s = H.flights[id]
   if s == nil then return end -- cancelled: a change came first
-  H.flights[id] = nil
-  if H.pending[s.buf] == id then H.pending[s.buf] = nil end
-  H.clear_status()
+  s.answered = true -- nothing left to cancel on the host
   if event.type == 'error' then
-    return H.set_status('agi: next edit failed: ' .. vim.split(tostring(event.message), '\n')[1])
+    H.finish(id)
+    return H.status.set('agi: next edit failed: ' .. vim.split(tostring(event.message), '\n')[1])
   end
-  if not vim.api.nvim_buf_is_valid(s.buf) or vim.api.nvim_buf_get_changedtick(s.buf) ~= s.tick then return end
-  H.show(s.buf, type(event.hunks) == 'table' and event.hunks or {})
+  H.when_idle(id, function() H.show(id, s, type(event.hunks) == 'table' and event.hunks or {}) end)
 end
 
 -- Helper data ================================================================
@@ -120,31 +120,25 @@ H.history = {} -- by buffer: the recent changes, unified diffs, oldest first
 H.pending = {} -- by buffer: the id of the request in flight
 H.flights = {} -- by id: what a request was asked from
 H.shown = {} -- by buffer: the hunks shown
+H.hints = {} -- by buffer: the mark naming the hunks out of view, its row and text
 H.own = {} -- by buffer: the changedtick after agi applied a hunk (no request for that change)
 H.next_id = 0
+H.status = U.status() -- a request in flight, a failure: for statuslines
 H.diff = vim.text and vim.text.diff or vim.diff
 
 -- Helper functionality =======================================================
 H.config = function() return require('agi.suggest').config end
 
-H.highlight = function()
-  local link = function(name, to) vim.api.nvim_set_hl(0, name, { link = to, default = true }) end
-  link('AgiNesDelete', 'DiffDelete') -- rows a hunk replaces
-  link('AgiNesAdd', 'DiffAdd') -- the new text
-  link('AgiNesSign', 'DiagnosticHint') -- the sign of a hunk
-  link('AgiNesHint', 'Comment') -- where a hunk out of view is
-end
-
 H.activate = function()
   H.active = true
   H.timer = H.timer or vim.uv.new_timer()
-  H.highlight()
+  Hunks.highlight()
   local group = vim.api.nvim_create_augroup('agi-nes', { clear = true })
   local au = function(events, callback) vim.api.nvim_create_autocmd(events, { group = group, callback = callback }) end
   au({ 'TextChanged', 'TextChangedI', 'TextChangedP' }, H.on_change)
   au({ 'BufReadPost', 'BufEnter' }, function(ev) H.snapshot(ev.buf, false) end)
   au('BufUnload', function(ev) H.forget(ev.buf) end)
-  au('ColorScheme', H.highlight)
+  au('ColorScheme', Hunks.highlight)
   H.snapshot(vim.api.nvim_get_current_buf(), false)
 end
 
@@ -170,7 +164,7 @@ end
 
 H.forget = function(buf)
   H.cancel(buf)
-  H.shown[buf], H.base[buf], H.history[buf], H.own[buf] = nil, nil, nil, nil
+  H.shown[buf], H.base[buf], H.history[buf], H.own[buf], H.hints[buf] = nil, nil, nil, nil, nil
 end
 
 -- Keystrokes -----------------------------------------------------------------
@@ -198,6 +192,7 @@ H.fire = function()
   local config = H.config()
   if not H.active or buf ~= H.timer_buf then return end -- the user went elsewhere meanwhile
   if vim.api.nvim_get_mode().blocking or not Around.eligible(buf, config) then return end
+  if vim.fn.getchar(1) ~= 0 then return H.timer:start(config.nes_delay, 0, H.fire_soon) end -- typing on
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local base = H.base[buf]
   H.base[buf] = lines
@@ -246,69 +241,96 @@ H.ask = function(buf, base, lines)
       format = config.nes_format,
     },
   }
-  H.set_status('agi: next edit…')
-  local ok, err = pcall(vim.fn.AgiHostNes, payload)
-  if not ok then M._event(id, { type = 'error', message = 'cannot reach the Python host: ' .. tostring(err) }) end
+  H.when_idle(id, function(s)
+    s.sent = true
+    H.status.set('agi: next edit…')
+    local ok, err = pcall(vim.fn.AgiHostNes, payload)
+    if not ok then M._event(id, { type = 'error', message = 'cannot reach the Python host: ' .. tostring(err) }) end
+  end)
+end
+
+--- Call {fn} with request {id}'s flight once no key is waiting (|getchar()| peeks): keys typed
+--- ahead go first, let in by a timer's turn (|vim.schedule()| would run first), and a change
+--- among them cancels the request and {fn} with it.
+H.when_idle = function(id, fn, wait)
+  local s = H.flights[id]
+  if s == nil then return end
+  if vim.fn.getchar(1) ~= 0 then
+    wait = math.min(2 * (wait or 0.5), 50) -- 1, 2, 4... ms: a mapping waiting for its next key
+    return vim.defer_fn(function() H.when_idle(id, fn, wait) end, wait)
+  end
+  if not vim.api.nvim_buf_is_valid(s.buf) or vim.api.nvim_buf_get_changedtick(s.buf) ~= s.tick then return H.finish(id) end
+  fn(s)
+end
+
+--- Request {id} is over (shown, failed or cancelled): no longer in flight, and the hunks of
+--- its answer placed so far go unless they are shown for good. Returns its flight.
+H.finish = function(id)
+  local s = H.flights[id]
+  if s == nil then return nil end
+  H.flights[id] = nil
+  if H.pending[s.buf] == id then H.pending[s.buf] = nil end
+  H.status.clear()
+  for _, item in ipairs(s.placed or {}) do
+    Hunks.unmark(s.buf, item)
+  end
+  return s
 end
 
 --- The request of {buf} in flight is cancelled: at once here, on the host a moment later.
 H.cancel = function(buf)
   local id = H.pending[buf]
   if id == nil then return end
-  H.pending[buf], H.flights[id] = nil, nil
-  H.clear_status()
-  vim.schedule(function() pcall(vim.fn.AgiHostNesCancel, buf, id) end)
+  H.pending[buf] = nil
+  local s = H.finish(id) or {}
+  if s.sent and not s.answered then vim.schedule(function() pcall(vim.fn.AgiHostNesCancel, buf, id) end) end
 end
 
 -- Hunks ----------------------------------------------------------------------
---- Show {hunks} (`{start, count, lines, at}`, rows 0-based) in {buf}, replacing what was shown.
-H.show = function(buf, hunks)
-  H.clear(buf)
-  local shown, count = {}, vim.api.nvim_buf_line_count(buf)
-  for _, h in ipairs(hunks) do
-    local first, last = h.start, h.start + h.count - 1
-    if first >= 0 and last < count and h.count > 0 then
-      local old = vim.api.nvim_buf_get_lines(buf, first, last + 1, true)
-      local item = { at = h.at, old = old, lines = h.lines, marks = {} }
-      item.mark = vim.api.nvim_buf_set_extmark(buf, M.ns, first, 0, {
-        end_row = last,
-        end_col = #old[#old],
-        right_gravity = true,
-        end_right_gravity = false,
-        sign_text = '»',
-        sign_hl_group = 'AgiNesSign',
-        hl_group = h.at == 'replace' and 'AgiNesDelete' or nil,
-        hl_eol = h.at == 'replace',
-      })
-      H.decorate(buf, item, first, last)
-      table.insert(shown, item)
-    end
-  end
-  if #shown == 0 then return end
-  H.shown[buf] = shown
-  H.hint(buf)
-end
-
-H.decorate = function(buf, item, first, last)
-  if #item.lines == 0 then return end
-  local virt = require('agi.preview').virt_lines(buf, item.lines, 'AgiNesAdd')
-  local above = item.at == 'above'
-  local row = above and first or last
-  table.insert(item.marks, vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, { virt_lines = virt, virt_lines_above = above }))
-end
-
---- A hunk out of view is named at the end of the cursor line.
-H.hint = function(buf)
-  if buf ~= vim.api.nvim_get_current_buf() then return end
-  local top, bottom = vim.fn.line('w0') - 1, vim.fn.line('w$') - 1
-  local away = {}
+--- Show {hunks} (`{start, count, lines, at}`, rows 0-based), request {id}'s answer, in place of
+--- what is shown: a hunk shown already stays as it is, the others are placed one at a time, a
+--- key waiting going first between two.
+H.show = function(id, s, hunks)
+  local buf, i, shown = s.buf, 0, {}
+  s.kept, s.placed = {}, {}
   for _, item in ipairs(H.live(buf)) do
-    if item.last < top or item.first > bottom then table.insert(away, tostring(item.first + 1)) end
+    shown[Hunks.key(item.first, item.at, item.old, item.lines)] = item
   end
-  if #away == 0 then return end
-  local text = string.format(' agi: next edit at line%s %s', #away == 1 and '' or 's', table.concat(away, ', '))
-  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  H.hint_mark = vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, { virt_text = { { text, 'AgiNesHint' } }, virt_text_pos = 'eol' })
+  local function step()
+    local count = vim.api.nvim_buf_line_count(buf)
+    while i < #hunks do
+      i = i + 1
+      local h = hunks[i]
+      local first, last = h.start, h.start + h.count - 1
+      if first >= 0 and last < count and h.count > 0 then
+        local old = vim.api.nvim_buf_get_lines(buf, first, last + 1, true)
+        local key = Hunks.key(first, h.at, old, h.lines)
+        local same = shown[key]
+        shown[key] = nil
+        table.insert(same and s.kept or s.placed, same or Hunks.place(buf, h, first, last, old))
+        if i < #hunks and vim.fn.getchar(1) ~= 0 then return H.when_idle(id, step) end
+      end
+    end
+    H.settle(id, s)
+  end
+  step()
+end
+
+--- Request {id}'s hunks are all in place: those shown before and not kept go.
+H.settle = function(id, s)
+  local buf, kept = s.buf, {}
+  for _, item in ipairs(s.kept) do
+    kept[item] = true
+  end
+  for _, item in ipairs(H.shown[buf] or {}) do
+    if not kept[item] then Hunks.unmark(buf, item) end
+  end
+  local shown = vim.list_extend(s.kept, s.placed)
+  s.placed = nil -- shown for good: a cancel no longer takes them
+  H.finish(id)
+  H.shown[buf] = #shown > 0 and shown or nil
+  local current = buf == vim.api.nvim_get_current_buf() -- else no hint: the view is another buffer's
+  H.hints[buf] = Hunks.hint(buf, current and H.live(buf) or {}, H.hints[buf])
 end
 
 --- The hunks shown in {buf} that still apply, top down, each with its rows now; the others
@@ -323,12 +345,12 @@ H.live = function(buf)
       item.first, item.last = first, last
       table.insert(out, item)
     else
-      H.unmark(buf, item)
+      Hunks.unmark(buf, item)
     end
   end
   table.sort(out, function(a, b) return a.first < b.first end)
+  if #out == 0 and H.shown[buf] ~= nil then H.clear(buf) end
   H.shown[buf] = #out > 0 and out or nil
-  if #out == 0 then H.clear(buf) end
   return out
 end
 
@@ -351,7 +373,7 @@ H.apply = function(buf, item, undo_break)
     if undo_break then vim.go.undolevels = vim.go.undolevels end -- an undo break
     vim.api.nvim_buf_set_lines(buf, from, to, true, item.lines)
   end)
-  H.unmark(buf, item)
+  Hunks.unmark(buf, item)
   for i, other in ipairs(H.shown[buf] or {}) do
     if other == item then table.remove(H.shown[buf], i) end
   end
@@ -360,31 +382,9 @@ H.apply = function(buf, item, undo_break)
   return ok
 end
 
-H.unmark = function(buf, item)
-  if not vim.api.nvim_buf_is_valid(buf) then return end
-  pcall(vim.api.nvim_buf_del_extmark, buf, M.ns, item.mark)
-  for _, mark in ipairs(item.marks) do
-    pcall(vim.api.nvim_buf_del_extmark, buf, M.ns, mark)
-  end
-end
-
 H.clear = function(buf)
-  H.shown[buf] = nil
-  H.hint_mark = nil
+  H.shown[buf], H.hints[buf] = nil, nil
   if vim.api.nvim_buf_is_valid(buf) then vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1) end
-end
-
--- Status ---------------------------------------------------------------------
---- g:agi_status shows a request in flight and a failure, never messages: typing on must stay quiet.
-H.set_status = function(text)
-  H.status = text
-  vim.g.agi_status = text
-  pcall(vim.cmd.redrawstatus)
-end
-
-H.clear_status = function()
-  if H.status ~= nil and vim.g.agi_status == H.status then vim.g.agi_status = '' end
-  H.status = nil
 end
 
 return M

@@ -119,10 +119,10 @@ M._event = function(id, event)
   local current = s ~= nil and s.id == id
   if event.type == 'error' then
     if current then H.dismiss() end
-    return H.set_status('agi: suggestion failed: ' .. vim.split(tostring(event.message), '\n')[1])
+    return H.status.set('agi: suggestion failed: ' .. vim.split(tostring(event.message), '\n')[1])
   end
   if not current then return end -- a newer keystroke moved on
-  H.clear_status()
+  H.status.clear()
   local text = event.text or ''
   if event.type == 'done' then
     s.done = true
@@ -147,6 +147,7 @@ M._defaults = function() return vim.deepcopy(H.default_config) end
 -- Helper data ================================================================
 H.default_config = vim.deepcopy(M.config)
 H.state = nil -- the suggestion shown or streaming in
+H.status = U.status() -- a failure, for statuslines
 H.pending = {} -- the request in flight, by buffer
 H.next_id = 0
 H.active = false
@@ -382,19 +383,6 @@ H.press = function(action)
     return shown
   end
   return M.accept(action)
-end
-
--- Status ---------------------------------------------------------------------
---- Errors go to g:agi_status (statuslines), never to messages: typing on must not be noisy.
-H.set_status = function(text)
-  H.status = text
-  vim.g.agi_status = text
-  pcall(vim.cmd.redrawstatus)
-end
-
-H.clear_status = function()
-  if H.status ~= nil and vim.g.agi_status == H.status then vim.g.agi_status = '' end
-  H.status = nil
 end
 
 return M

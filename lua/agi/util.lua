@@ -1,4 +1,5 @@
---- What the agi modules share: checking options, and errors and messages in agi's voice.
+--- What the agi modules share: checking options, errors and messages in agi's voice, and a
+--- status of their own in g:agi_status.
 
 local M = {}
 
@@ -17,5 +18,23 @@ M.notify = function(msg, level) vim.notify('(agi) ' .. msg, vim.log.levels[level
 
 --- Buffer {buf}, with nil and 0 meaning the current one.
 M.buf = function(buf) return (buf == nil or buf == 0) and vim.api.nvim_get_current_buf() or buf end
+
+--- A status of one's own in g:agi_status (for statuslines), never in messages: typing on must
+--- stay quiet. `set(text)` shows {text}; `clear()` takes it away unless another one replaced it.
+---@return { set: fun(text: string), clear: fun() }
+M.status = function()
+  local own
+  return {
+    set = function(text)
+      own = text
+      vim.g.agi_status = text
+      pcall(vim.cmd.redrawstatus)
+    end,
+    clear = function()
+      if own ~= nil and vim.g.agi_status == own then vim.g.agi_status = '' end
+      own = nil
+    end,
+  }
+end
 
 return M

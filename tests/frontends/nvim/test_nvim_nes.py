@@ -168,6 +168,47 @@ def test_typing_cancels_the_request_and_stale_hunks_are_dropped_never_applied(ed
         assert ed.lua("return require('agi.suggest').config.nes") is True
 
 
+# counts the marks agi places for next edits
+PLACED = """
+_G.placed = 0
+local set = vim.api.nvim_buf_set_extmark
+vim.api.nvim_buf_set_extmark = function(buf, ns, ...)
+  if ns == require('agi.nes').ns then _G.placed = _G.placed + 1 end
+  return set(buf, ns, ...)
+end
+"""
+
+
+@needs_nvim
+def test_an_answer_like_the_one_shown_keeps_its_marks_and_keys_typed_ahead_go_first(
+    editor, tmp_path
+):
+    silent = {"kind": "silent"}
+    with WatchedModel(text(region(RENAMED)), text(region(RENAMED)), silent) as server:
+        ed = start(editor, server, tmp_path)
+        typed(ed, "ggfwcww<Esc>")
+        until(lambda: len(signs(ed)) == 2, "two hunks are shown")
+        before = marks(ed)
+        ed.lua(PLACED)
+        ed.lua("require('agi.nes')._fire()")  # asked again, the same answer
+        until(lambda: len(server.requests) == 2, "asked again")
+        until(lambda: ed.nvim.vars["agi_status"] == "", "the second answer is in")
+        assert ed.lua("return _G.placed") == 0 and marks(ed) == before  # left as they were
+
+        ed.lua("require('agi.nes')._fire()")  # a third request, which the server holds
+        assert server.answered.wait(10), "the third request never reached the server"
+        # its answer comes in while keys wait: they go first, and their change drops it
+        ed.lua(
+            "vim.api.nvim_feedkeys('Go# more', 'n', false)\n"
+            "require('agi.nes')._event(3, {type = 'done', hunks = {\n"
+            "  {start = 2, count = 1, lines = {'# blank no more'}, at = 'replace'}}})"
+        )
+        typed(ed, "<Esc>")
+        assert ed.lines()[-1] == "# more"
+        assert server.closed.wait(10), "the request was not cancelled"
+        assert marks(ed) == before and ed.lua("return _G.placed") == 0  # nothing placed
+
+
 @needs_nvim
 def test_zeta_prompt_goes_to_completions_and_its_answer_comes_back_as_hunks(editor, tmp_path):
     reply = f"```shapes.py\n<|start_of_file|>\n{region(RENAMED)}\n```"
