@@ -101,12 +101,13 @@ def assemble(
     system = system_text(settings, settings.system, tools)
     parent = getattr(ctx.checkpoints, "session", session)  # a subagent's: its parent's too
     protected, unreadable = protected_paths(settings.home, session.path, parent.path)
-    if settings.sandbox.enabled:  # commands cannot read the records' key either
-        settings.sandbox.hidden = unreadable
+    sandbox = settings.sandbox.widened(ctx.roots)  # the spec's roots: writable as cwd is
+    if sandbox.enabled:  # commands cannot read the records' key either
+        sandbox.hidden = unreadable
     tool_ctx = ToolContext(
         cwd=ctx.cwd,
         deadline=ctx.deadline,
-        sandbox=settings.sandbox,
+        sandbox=sandbox,
         env=ctx.env,
         protected=protected,
         unreadable=unreadable,

@@ -222,6 +222,13 @@ class Settings:
             **extensions,
         )
 
+    def with_agents(self, agents: list[AgentFile]) -> Settings:
+        """These settings with `agents` first (a front end's own definitions: the SDKs'
+        `initialize`); an agent file of the same name is left out, as in Claude Code."""
+        given = {a.name for a in agents}
+        kept = [a for a in self.agents if a.name not in given]
+        return dataclasses.replace(self, agents=[*agents, *kept]) if agents else self
+
     def over(self, layer: Layer) -> Settings:
         """These settings with a front end's last `layer` over them, as `load` would make them
         with that layer last, for the options one run may change alone (`PER_RUN`: an MCP

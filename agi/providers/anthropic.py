@@ -203,12 +203,19 @@ class MessagesAssembler(StreamAssembler):
     """Messages API events: message_start, content_block_start|delta|stop, message_delta,
     message_stop, ping, error; or a whole non-streamed `message`."""
 
+    PROTOCOL = "a Messages API stream (no message_start, content_block_delta, ... event)"
+    KINDS = {"message_start", "content_block_start", "content_block_delta", "message_delta"}
+    KINDS |= {"content_block_stop", "message_stop", "message", "ping", "error"}
+
     def __init__(self) -> None:
         super().__init__()
         self.usage_fields: dict[str, Any] = {}  # merged across events
         self.blocks: dict[Any, dict[str, Any]] = {}  # the open thinking blocks by index
         self.seeded: set[Any] = set()  # tool_use blocks whose input came whole at their start
         self.text_gap = False  # a new text block after earlier text: a paragraph break
+
+    def recognised(self, chunk: dict[str, Any]) -> bool:
+        return chunk.get("type") in self.KINDS
 
     def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
         out = self._event(chunk)

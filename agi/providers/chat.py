@@ -138,6 +138,7 @@ def read_events(response: Received, decoder: StreamAssembler) -> Iterator[Event]
             return
         yield from decoder.feed(parse_json(data), event)
     if decoder.finish_reason is None:  # [DONE] may be missing, but not both
+        decoder.check_protocol()
         raise ProviderError(
             "the stream ended early (the connection closed before a finish_reason or [DONE])",
             retryable=True,
@@ -148,6 +149,11 @@ def read_events(response: Received, decoder: StreamAssembler) -> Iterator[Event]
 class ChatAssembler(StreamAssembler):
     """Chat completion chunks (`choices[].delta`), or one whole completion (`choices[].message`)
     from a server that ignored stream=true; an `error` in a chunk ends the stream."""
+
+    PROTOCOL = "a chat completions stream (no chunk has `choices`)"
+
+    def recognised(self, chunk: dict[str, Any]) -> bool:
+        return "choices" in chunk or "error" in chunk
 
     def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
         out: list[TextDelta | ReasoningDelta] = []

@@ -112,6 +112,11 @@ class OllamaAssembler(StreamAssembler):
     """/api/chat's objects, one a line: `message` deltas (content, thinking, whole tool calls),
     then `done: true` with `done_reason` and the counts."""
 
+    PROTOCOL = "an Ollama /api/chat stream (no object has `message` or `done`)"
+
+    def recognised(self, chunk: dict[str, Any]) -> bool:
+        return "message" in chunk or "done" in chunk or "error" in chunk
+
     def decode(self, chunk: dict[str, Any], event: str) -> list[Any]:
         if chunk.get("error"):
             raise provider_error(None, chunk)
@@ -230,6 +235,7 @@ class OllamaChat:
             if line.strip():
                 yield from decoder.feed(parse_json(line))
         if decoder.finish_reason is None:
+            decoder.check_protocol()
             raise ProviderError(
                 "the stream ended early (the connection closed before `done`)", retryable=True
             )

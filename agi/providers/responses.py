@@ -266,6 +266,12 @@ class ResponsesAssembler(StreamAssembler):
         self.streamed: set[Any] = set()  # message items whose text came in deltas
         self.summary_part: Any = None  # the reasoning summary part streaming
 
+    PROTOCOL = "a Responses API stream (no response.* event)"
+
+    def recognised(self, chunk: dict[str, Any]) -> bool:
+        kind = str(chunk.get("type") or "")
+        return kind.startswith("response.") or kind == "error" or chunk.get("object") == "response"
+
     def decode(self, chunk: dict[str, Any], event: str) -> list[TextDelta | ReasoningDelta]:
         kind = chunk.get("type") or event
         if kind == "error":

@@ -163,6 +163,8 @@ class StreamAssembler(ABC):
     text and reasoning events out, and at the end the Reply. A protocol's decoder implements
     `decode` (one chunk); `feed` keeps the chunk for the trace first."""
 
+    PROTOCOL = "a model's stream"
+
     def __init__(self) -> None:
         self.text: list[str] = []
         self.reasoning: list[str] = []
@@ -247,7 +249,23 @@ class StreamAssembler(ABC):
                 out.append(event(rest))
         return out
 
+    def recognised(self, chunk: dict[str, Any]) -> bool:
+        """Whether `chunk` is one of the protocol's (a stream with none of them is another
+        protocol's, or no model's: an error, never an empty reply asked again and again)."""
+        return True
+
+    def check_protocol(self) -> None:
+        """A response none of whose chunks is the protocol's: a ProviderError, not retried
+        (called at the end, and before an unfinished stream would be asked for again)."""
+        dicts = [c for c in self.chunks if isinstance(c, dict)]
+        if dicts and not any(self.recognised(c) for c in dicts):
+            raise ProviderError(
+                f"the response is not {self.PROTOCOL}: {json.dumps(dicts[0])[:120]} (is the "
+                "base URL this provider's endpoint?)"
+            )
+
     def finish(self) -> Reply:
+        self.check_protocol()
         self.flush()
         usage = self.usage
         if self.provider_cost is not None:  # the body's own figure, if any, wins

@@ -88,6 +88,7 @@ def run_all(
     running = running if running is not None else Running()
     procs: list[subprocess.Popen[str]] = []
     lock = threading.Lock()
+    stopped = threading.Event()  # interrupted: a hook started from now on is killed at once
 
     def one(hook: Hook) -> dict[str, Any]:
         record: dict[str, Any] = dict(type="hook", event=event, command=hook.command)
@@ -102,8 +103,11 @@ def run_all(
             proc = subprocess.Popen([hook.shell, "-c", hook.command], cwd=cwd, env=own, **POPEN)
         except OSError as e:
             return record | {"stderr": f"cannot start: {e}", "seconds": 0.0}
-        with lock:
+        with lock:  # a signal may land before this thread has it listed: it kills it here
             procs.append(proc)
+            late = stopped.is_set()
+        if late:
+            _kill(proc)
         running.add(proc)
         return record | _wait_or_detach(proc, stdin, hook.timeout, running)
 
@@ -113,6 +117,7 @@ def run_all(
             return [f.result() for f in futures]
         except BaseException:
             with lock:
+                stopped.set()
                 for proc in procs:
                     _kill(proc)
             raise

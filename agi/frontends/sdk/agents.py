@@ -5,17 +5,13 @@ the same name, as in Claude Code. A field agi does not honour is refused, naming
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 from agi.claude.subagents import AgentFile
 from agi.errors import UsageError
-from agi.options.settings import Settings
 
 HONOURED = ("description", "prompt", "tools", "disallowedTools", "model")
 
 
-def sdk_agents(table: Any) -> list[AgentFile]:
+def sdk_agents(table: object) -> list[AgentFile]:
     """The `agents` of `initialize` (none: [])."""
     if not table:
         return []
@@ -24,7 +20,7 @@ def sdk_agents(table: Any) -> list[AgentFile]:
     return [definition(str(name), value) for name, value in table.items()]
 
 
-def definition(name: str, value: Any) -> AgentFile:
+def definition(name: str, value: object) -> AgentFile:
     where = f"initialize: agent {name!r}"
     if not isinstance(value, dict):
         raise UsageError(f"{where}: expected an AgentDefinition object")
@@ -49,17 +45,9 @@ def definition(name: str, value: Any) -> AgentFile:
     )
 
 
-def names(value: Any, where: str, key: str) -> list[str] | None:
+def names(value: object, where: str, key: str) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise UsageError(f"{where}: {key} must be a list of tool names")
     return list(value)
-
-
-def with_agents(settings: Settings, agents: list[AgentFile]) -> Settings:
-    """The settings with the SDK's agents first; an agent file of the same name is left out."""
-    if not agents:
-        return settings
-    given = {a.name for a in agents}
-    return replace(settings, agents=[*agents, *(a for a in settings.agents if a.name not in given)])

@@ -15,7 +15,6 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from agi.claude.transcript import Transcript
 from agi.engine.spec import RunSpec, SessionChoice
 from agi.errors import AgiError, Cancelled, CostLimit, StepLimit, UsageError
 from agi.frontends.sdk import flags, handshake
-from agi.frontends.sdk.agents import sdk_agents, with_agents
+from agi.frontends.sdk.agents import sdk_agents
 from agi.frontends.sdk.asking import SdkAsk
 from agi.frontends.sdk.channel import Channel, Relay
 from agi.frontends.sdk.content import prompt_of, replayed
@@ -110,9 +109,7 @@ class Server:
         agi's mcp.json, plugins or settings files)."""
         mcp = None if self.strict else self.mcp  # strict: RunSpec's mcp instead (`added`)
         settings = Settings.load(*flags.layers(self.args, self.hooks, mcp))
-        # --add-dir's directories are writable under --sandbox workspace too (docs)
-        settings = replace(settings, sandbox=settings.sandbox.widened(self.args.roots))
-        return with_agents(settings, self.agents)
+        return settings.with_agents(self.agents)
 
     @property
     def strict(self) -> bool:
