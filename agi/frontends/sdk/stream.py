@@ -87,6 +87,8 @@ class SdkView:
         self.last_text = ""  # the turn's last assistant text: the result's `result`
         self.usage = Usage()  # the turn's model calls (the main loop's): the result's `usage`
         self.open = False  # a reply is under way (message_start sent)
+        self.reply_usage: Usage | None = None  # the reply's, for its message_delta
+        self.stop = "end_turn"  # the reply's stop_reason: "tool_use" once it has a call
 
     # the View protocol
 
@@ -97,6 +99,7 @@ class SdkView:
             self.step_started = time.monotonic()
             self.message_id = f"msg_{uuid.uuid4().hex[:24]}"
             self.index, self.open = 0, True
+            self.reply_usage, self.stop = None, "end_turn"
             self.partial_event({"type": "message_start", "message": self.shell([], None)})
         elif isinstance(event, TextDelta):
             self.delta("text", event.text)
@@ -108,6 +111,7 @@ class SdkView:
             call = event.call
             block: dict[str, Any] = {"type": "tool_use", "id": call.id, "name": call.name}
             block["input"] = event.input
+            self.stop = "tool_use"
             if self.partial:
                 start = {**block, "input": {}}
                 self.partial_event({"type": "content_block_start", "index": self.index,
@@ -119,6 +123,7 @@ class SdkView:
             self.index += 1
             self.assistant([block], "tool_use")
         elif isinstance(event, ToolEnd):
+            self.end_reply()  # every call's block came first (agi.tools.Toolbox.run_all)
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": event.call.id}
             result.update(content=event.result, is_error=event.is_error)
             self.channel.send(
@@ -134,10 +139,7 @@ class SdkView:
         elif isinstance(event, UsageEvent):
             self.api_done()
             self.usage.add(event.usage)
-            if self.open:
-                ending: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": None,
-                         "stop_sequence": None}, "usage": anthropic_usage(event.usage)}  # fmt: skip
-                self.partial_event(ending)
+            self.reply_usage = event.usage  # sent as the reply ends, after its tool_use blocks
         elif isinstance(event, Notice):
             self.warn(event.text)
         elif isinstance(event, AssistantText):
@@ -165,11 +167,15 @@ class SdkView:
         self.steps, self.api_seconds, self.last_text, self.usage = 0, 0.0, "", Usage()
 
     def end_reply(self) -> None:
-        """The reply's last block, and the end of its stream events."""
+        """The reply's last block, and the end of its stream events: message_delta (its
+        stop_reason and usage) and message_stop, as the Messages API ends a message."""
         self.api_done()
         self.flush()
         if self.open:
             self.open = False
+            delta = {"stop_reason": self.stop, "stop_sequence": None}
+            usage = anthropic_usage(self.reply_usage)
+            self.partial_event({"type": "message_delta", "delta": delta, "usage": usage})
             self.partial_event({"type": "message_stop"})
 
     def api_done(self) -> None:
