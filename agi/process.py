@@ -124,6 +124,9 @@ def _occupy(fd: int) -> bool:
 
 def standard_streams() -> None:
     """Set up the standard streams for a run (the real process only, not tests in-process)."""
+    # httpcore imports trio whenever it is installed, for clients run under trio (about 45 ms
+    # of every run's start); agi's own process never runs under trio: keep it out
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     for fd in (0, 1, 2):
         _occupy(fd)
     if sys.stdin is None:

@@ -160,9 +160,10 @@ def make_guard(
 ) -> PermissionGuard:
     """The permission check: rules, the mode (`ctx.mode` once a front end changed it) and the
     front end's `ctx.ask` (agi.policy.asking; the terminal question when None). NoGuard when
-    nothing could be decided: no rules, agi's default mode, no hooks, no one to ask."""
-    quiet = ctx.mode is None and not ctx.default_asks and ctx.ask is None and not ctx.learned
-    quiet = quiet and not ctx.roots
+    nothing could be decided: no rules, agi's default mode that asks nothing (a front end's
+    `ask` is then never put a question), no hooks, no one told of the calls let run."""
+    quiet = ctx.mode is None and not ctx.default_asks and not ctx.learned
+    quiet = quiet and not ctx.roots and ctx.on_allowed is None
     if settings.permissions is None and lifecycle is None and quiet:
         return NO_GUARD
     # lazy: only a run with hooks, rules or commands loads it (docs: development)

@@ -185,7 +185,7 @@ class Settings:
         model = resolve_model(r, path)
         beside = None if isolated else path.parent  # tools/, hooks.json, agents/, ...
         extensions = _extensions(r, beside, warnings, project)
-        if anchor is not None:
+        if anchor is not None and extensions["permissions"] is not None:
             # lazy: only a run with hooks, rules or commands loads it (docs: development)
             from agi.policy.anchors import anchored
 

@@ -6,14 +6,13 @@ the same way as a run does. A new protocol is one more object here, the exchange
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agi.providers import responses
 from agi.providers.chat import ChatCompletions, url
 from agi.providers.endpoint import root
-from agi.providers.responses import Responses, wants_responses
 from agi.providers.transport import Exchange
 
 if TYPE_CHECKING:
@@ -21,6 +20,16 @@ if TYPE_CHECKING:
     from agi.providers.cost import Meter
     from agi.providers.transport import Transport
     from agi.providers.wire import Pool, Wire
+
+
+# a model the `openai` provider speaks to over the Responses API: the gpt-5 family, the o-series
+RESPONSES_MODELS = re.compile(r"^(gpt-5|o\d)")
+
+
+def wants_responses(model: str) -> bool:
+    """Whether the `openai` provider's model takes tools with reasoning only over the
+    Responses API: the gpt-5 family and the o-series (`o1`, `o3`, `o4-mini`, …)."""
+    return bool(RESPONSES_MODELS.match(model.lower().rpartition("/")[2]))
 
 
 def protocol(provider: str) -> str:
@@ -53,6 +62,9 @@ def describe(model: ModelConfig) -> tuple[str, str]:
     """The protocol's name and the URL each request goes to (for `:checkhealth agi`)."""
     kind = protocol_of(model)
     if kind == "responses":
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers import responses
+
         return NAMES[kind], responses.url(model)
     if kind == "messages":
         # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
@@ -96,6 +108,9 @@ def wire_for(
     """The protocol object for `model` (see `protocol_of`)."""
     kind = protocol_of(model)
     if kind == "responses":
+        # lazy: only a run that uses it loads it: one-shot start-up (docs: development)
+        from agi.providers.responses import Responses
+
         return Responses(model)
     if kind == "messages":
         # lazy: only a run that uses it loads it: one-shot start-up (docs: development)

@@ -9,7 +9,6 @@ the model's reasoning comes back encrypted and is stored with the session, never
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +28,6 @@ FILE_FIELDS = ("filename", "file_data", "file_id")  # a chat `file` part's, for 
 LIMITS = ("max_tokens", "max_completion_tokens")  # chat's names for max_output_tokens
 # chat-completions parameters the Responses API has no place for (or takes under another name)
 CHAT_ONLY = {"stream_options", "stop", "response_format", "reasoning_effort", "n", "logprobs"}
-# a model the `openai` provider speaks to over the Responses API: the gpt-5 family, the o-series
-RESPONSES_MODELS = re.compile(r"^(gpt-5|o\d)")
 FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 # the error codes of a failed response (`response.error.code`) and the status each stands for
 CODES = {"rate_limit_exceeded": 429, "server_error": 500, "vector_store_timeout": 504}
@@ -38,12 +35,6 @@ CODES = {"rate_limit_exceeded": 429, "server_error": 500, "vector_store_timeout"
 
 def url(config: ModelConfig) -> str:
     return config.base_url.rstrip("/") + "/responses"
-
-
-def wants_responses(model: str) -> bool:
-    """Whether the `openai` provider's model takes tools with reasoning only over the
-    Responses API: the gpt-5 family and the o-series (`o1`, `o3`, `o4-mini`, …)."""
-    return bool(RESPONSES_MODELS.match(model.lower().rpartition("/")[2]))
 
 
 # ---- the request side ----

@@ -197,6 +197,33 @@ def test_a_run_with_nothing_configured_loads_no_hook_nor_permission_code(env, tm
         assert module not in loaded, f"{module} was imported by a run that configures no part"
 
 
+def test_a_library_run_with_nothing_configured_loads_no_permission_code(env, tmp_path):
+    """`agi.run` (and `agi --serve`'s runs) always give an `ask` (NoOne when none is named):
+    in agi's default mode with no rules it is never put a question, so no guard is built."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with FakeModel(call("Bash", command="echo from-bash"), text("all done")) as server:
+        done = program(
+            """
+            import json, sys
+            import agi
+
+            result = agi.run("run echo")
+            loaded = sorted(m for m in sys.modules if m.startswith("agi."))
+            print(json.dumps({"answer": result.answer, "loaded": loaded}))
+            """,
+            {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"},
+            work,
+        )
+        sent = server.requests
+    report = json.loads(done.stdout)
+    assert report["answer"] == "all done", done.stderr
+    assert "from-bash" in [m for m in sent[-1]["messages"] if m["role"] == "tool"][0]["content"]
+    loaded = set(report["loaded"])
+    for module in ("agi.policy.guard", "agi.policy.permissions", "agi.policy.anchors"):
+        assert module not in loaded, f"{module} was imported by a run that configures no rule"
+
+
 def test_a_call_is_parsed_for_the_rules_only_when_there_is_a_guard(tmp_path):
     from agi.engine.absent import NoGuard
     from agi.messages import ToolCall

@@ -120,8 +120,7 @@ def load(layer: Layer, budget: float | None) -> Loaded:
     for warning in kept.warnings:  # shown once, at start
         sys.stderr.write(f"agi: {warning}\n")
     kept.warnings.clear()
-    ephemeral = Settings.load(layer, overlay(SOURCE, ephemeral=True), anchor=anchor)
-    ephemeral.warnings.clear()
+    ephemeral = kept.over(overlay(SOURCE, ephemeral=True))  # nothing read again
     mode = kept.permissions.mode if kept.permissions is not None else "default"
     tools = None if kept.tools.allow is None else list(kept.tools.allow)
     if kept.tools.none:

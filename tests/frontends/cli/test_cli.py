@@ -279,6 +279,22 @@ def test_version_and_help_import_no_heavy_modules(env, tmp_path):
     assert r.stdout.startswith("usage: agi")
 
 
+def test_a_run_does_not_import_trio_though_it_is_installed(agi):
+    """httpcore imports trio wherever it is installed (tens of milliseconds of every start);
+    agi's process never runs under trio, so it keeps it out (docs: development)."""
+    import importlib.util
+
+    assert importlib.util.find_spec("trio") is not None  # installed here: the check is real
+    with FakeModel(text("fine")) as server:
+        r = agi("hi", server=server, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert r.returncode == 0 and r.stdout == "fine\n", r.stderr
+    imported = {
+        line.split("|")[-1].strip() for line in r.stderr.splitlines() if "import time:" in line
+    }
+    assert "httpcore" in imported  # the profile is real, and the model was called
+    assert not {m for m in imported if m.startswith("trio.")}  # `trio` alone: the refused try
+
+
 def test_torn_last_line_is_skipped_with_a_warning(agi, tmp_path):
     session = tmp_path / "s"
     with FakeModel(text("one"), text("two")) as server:
