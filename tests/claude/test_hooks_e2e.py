@@ -301,3 +301,37 @@ def test_subagent_stop_hook(agi, tmp_path):
     assert payload["hook_event_name"] == "SubagentStop"
     assert payload["last_assistant_message"] == "sub done"
     assert payload["agent_type"] == "general-purpose"
+
+
+def test_a_pre_tool_use_hook_sees_the_real_absolute_path_of_a_write(agi, tmp_path):
+    """A model may give a relative path, or one through a link; Claude Code's hooks always get
+    an absolute one, and a guard that checks a prefix must not be fooled: the hook is given the
+    path the write would really touch (docs: hooks)."""
+    work = tmp_path / "work"
+    protected = tmp_path / "protected"
+    work.mkdir()
+    protected.mkdir()
+    (work / "link").symlink_to(protected)
+    script = tmp_path / "guard.sh"
+    script.write_text(  # denies writes under protected/, as a Claude Code user's guard would
+        "#!/bin/sh\n"
+        f'{sys.executable} -c \'import json,sys; p=json.load(sys.stdin)["tool_input"]'
+        f'["file_path"]; print(p, file=open("{tmp_path}/seen", "a")); '
+        f'sys.exit(p.startswith("{protected}/"))\' && exit 0\n'
+        'echo "protected/ is read-only" >&2; exit 2\n'
+    )
+    script.chmod(0o755)
+    hooks = settings(tmp_path, {"PreToolUse": hook(str(script), "Write")})
+    with FakeModel(
+        call("Write", file_path="link/secret.txt", content="x"),
+        call("Write", file_path="notes.txt", content="y"),
+        text("done"),
+    ) as server:
+        r = agi("--hooks", hooks, "write", server=server, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert not (protected / "secret.txt").exists()
+    assert (work / "notes.txt").read_text() == "y"
+    results = tool_results(server.requests[2])
+    assert "protected/ is read-only" in results[0]
+    seen = (tmp_path / "seen").read_text().splitlines()
+    assert seen == [str(protected.resolve() / "secret.txt"), str(work.resolve() / "notes.txt")]

@@ -20,7 +20,7 @@ from agi.frontends.acp.replay import replay
 from agi.frontends.acp.turn import open_run
 from agi.options.config import NoModel, config_path, load_file
 from agi.options.settings import Settings
-from agi.options.values import Options, env_layer, file_layer, overlay, resolve
+from agi.options.values import Options, env_layer, file_layer, overlay, resolve, resolved
 from agi.providers.endpoint import configured_providers, require_configured
 from agi.sessions.session import SessionIndex
 from agi.tools.mcp_config import McpSource
@@ -54,6 +54,7 @@ class Server:
         self.operator: Any = None  # the model of the server's own options (check)
         self.configured: set[str] = set()  # the providers they configure
         self.missing = ""  # no model configured: the one line each new session answers
+        self.attach_limit: int | None = None  # bytes of a prompt's file (docs: attachments)
 
     # --- settings and runs -------------------------------------------------------------------
 
@@ -66,6 +67,7 @@ class Server:
         for warning in settings.check_rules():  # a misspelled rule: exit 2 now (docs: permissions)
             sys.stderr.write(f"agi: {warning}\n")
         self.home = settings.home
+        self.attach_limit = resolved(settings.layers).attach_limit
         self.operator = settings.model  # a session's model: on a provider the operator configured
         self.configured = configured_providers(self.flags)
         mode = settings.permissions.mode if settings.permissions is not None else "default"
@@ -302,7 +304,7 @@ class Server:
         if session.busy:
             raise error(INVALID, f"session {session_id} is busy: its turn is still running")
         try:
-            text = front.prompt_text(prompt)
+            text = front.prompt_text(prompt, self.attach_limit)
         except AgiError as e:  # a file agi cannot send (docs: attachments)
             raise error(INVALID, str(e)) from None
         if not text.strip():

@@ -15,11 +15,12 @@ from agi.sessions.session import iter_sessions, read_meta
 RESOURCE_LIMIT = 256 * 1024  # bytes of a linked file put into the prompt
 
 
-def prompt_text(blocks: list[Any]) -> str:
+def prompt_text(blocks: list[Any], limit: int | None = None) -> str:
     """`text`, `resource_link` and embedded `resource` blocks as one prompt: text as it is,
     files as context blocks (like stdin); `image` blocks and blob resources of an image or a
     PDF as the prompt's attachments (an `agi.attachments.Prompt`, docs: attachments); other
-    kinds are named, not sent. A file agi cannot send is a UsageError, before anything is."""
+    kinds are named, not sent. A file agi cannot send (or over `limit` bytes, attach_limit) is
+    a UsageError, before anything is."""
     words: list[str] = []
     context: list[str] = []
     files: list[Attachment] = []
@@ -29,7 +30,7 @@ def prompt_text(blocks: list[Any]) -> str:
             words.append(block.text)
         elif kind == "image":
             name = getattr(block, "uri", None) or f"image {len(files) + 1}"
-            files.append(from_base64(name, block.data, getattr(block, "mime_type", None)))
+            files.append(from_base64(name, block.data, getattr(block, "mime_type", None), limit))
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
@@ -38,7 +39,8 @@ def prompt_text(blocks: list[Any]) -> str:
             if text is not None:
                 context.append(_context_block(uri, text))
             elif isinstance(blob, str) and declared in TYPES:
-                files.append(from_base64(uri or f"file {len(files) + 1}", blob, declared))
+                named = uri or f"file {len(files) + 1}"
+                files.append(from_base64(named, blob, declared, limit))
             else:
                 context.append(f'<file uri="{uri}">(binary content not shown)</file>')
         elif kind == "resource_link":

@@ -15,8 +15,9 @@ from agi.errors import UsageError
 FILES = ("image", "document")
 
 
-def prompt_of(message: dict[str, Any]) -> str:
-    """The prompt of a `user` message's `message` (a str, or a Prompt with attachments)."""
+def prompt_of(message: dict[str, Any], limit: int | None = None) -> str:
+    """The prompt of a `user` message's `message` (a str, or a Prompt with attachments, each
+    at most `limit` bytes: attach_limit)."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -29,7 +30,7 @@ def prompt_of(message: dict[str, Any]) -> str:
         if kind == "text":
             words.append(str(block.get("text", "")))
         elif kind in FILES:
-            found = block_file(block, number)
+            found = block_file(block, number, limit)
             if isinstance(found, str):
                 words.append(found)
             else:
@@ -38,7 +39,7 @@ def prompt_of(message: dict[str, Any]) -> str:
     return Prompt.of(text, tuple(files)) if files else text
 
 
-def block_file(block: dict[str, Any], number: int) -> Attachment | str:
+def block_file(block: dict[str, Any], number: int, limit: int | None) -> Attachment | str:
     """An image or document block's file, or a plain-text document's context block."""
     kind = str(block.get("type"))
     source = block.get("source")
@@ -51,7 +52,7 @@ def block_file(block: dict[str, Any], number: int) -> Attachment | str:
         declared = source.get("media_type")
         try:
             return from_base64(
-                name, source["data"], declared if isinstance(declared, str) else None
+                name, source["data"], declared if isinstance(declared, str) else None, limit
             )
         except UsageError as e:
             raise UsageError(f"{where}: {e}") from None

@@ -73,3 +73,29 @@ def test_image_blocks_and_blob_resources_are_attachments(env, tmp_path: Path) ->
     assert b64 not in (session / "messages.jsonl").read_text()
     assert "not an image (PNG, JPEG, GIF, WebP) or a PDF" in str(found["refused"])
     assert found["sent"] == found["after"] == 1
+
+
+def test_a_file_over_the_configured_attach_limit_is_refused(env, tmp_path: Path) -> None:
+    Path(env["AGI_CONFIG"]).write_text("attach_limit = 100\n")
+    found: dict[str, object] = {}
+
+    async def go(server: FakeModel) -> None:
+        agent_env = {**env, "AGI_BASE_URL": server.url, "AGI_MODEL": "fake-model"}
+        async with Agent(agi_argv(AGI), agent_env, tmp_path, Recorder()) as agent:
+            await agent.conn.initialize(protocol_version=1)
+            sid = await agent.start()
+            big = acp.image_block(base64.b64encode(png_bytes(64)).decode(), "image/png")
+            with pytest.raises(Exception) as refused:
+                await agent.conn.prompt(session_id=sid, prompt=[acp.text_block("see"), big])
+            found["refused"] = str(refused.value)
+            small = acp.image_block(base64.b64encode(png_bytes(1)).decode(), "image/png")
+            reply = await agent.conn.prompt(session_id=sid, prompt=[acp.text_block("so"), small])
+            found["stop"] = reply.stop_reason
+            await agent.close()
+            agent.assert_valid()
+
+    with FakeModel(text("a small one")) as server:
+        run(go(server))
+        sent = len(server.requests)
+    assert "over attach_limit (100 bytes)" in str(found["refused"])
+    assert found["stop"] == "end_turn" and sent == 1

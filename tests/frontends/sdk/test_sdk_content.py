@@ -109,3 +109,17 @@ def test_a_file_agi_cannot_send_is_an_error_result_and_the_session_goes_on(
     assert results[0].is_error and named in results[0].result and "block 2" in results[0].result
     assert len(asked) == 1 and "look" not in asked[0]  # nothing was sent of the refused one
     assert results[1].session_id == results[0].session_id
+
+
+def test_a_file_over_the_configured_attach_limit_is_refused(env, tmp_path):
+    Path(env["AGI_CONFIG"]).write_text("attach_limit = 16\n")  # PNG here is 40 bytes
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": b64(PNG)}}  # fmt: skip
+    first = user({"type": "text", "text": "look"}, image)
+    second = user({"type": "text", "text": "and now?"})
+    with FakeModel(text("fine")) as server:
+        results = asyncio.run(talk(options(env, server, tmp_path), first, second))
+        asked = len(server.requests)
+    assert [r.subtype for r in results] == ["error_during_execution", "success"]
+    assert "over attach_limit (16 bytes)" in results[0].result and "block 2" in results[0].result
+    assert asked == 1
