@@ -38,3 +38,29 @@ def test_a_hook_started_as_the_interrupt_lands_is_killed(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         runs.run_all([hook], "PreToolUse", {}, {"PATH": "/usr/bin:/bin"}, "/")
     assert made and made[0].wait(timeout=20) == -signal.SIGKILL
+
+
+def test_an_interrupt_while_the_hooks_are_being_handed_out_kills_them(monkeypatch):
+    """The signal lands in the main thread while it is still handing hooks to their threads
+    (inside `submit`), one hook's process already running: it is killed all the same."""
+    real = subprocess.Popen
+    started, made = threading.Event(), []
+
+    def popen(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        made.append(proc)
+        started.set()
+        return proc
+
+    class Pool(runs.ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):  # type: ignore[override]
+            super().submit(*args, **kwargs)
+            started.wait(10)
+            raise KeyboardInterrupt  # as ^C landing here
+
+    monkeypatch.setattr(runs.subprocess, "Popen", popen)
+    monkeypatch.setattr(runs, "ThreadPoolExecutor", Pool)
+    hook = Hook(command="sleep 8", timeout=30, matcher=None, source="test")
+    with pytest.raises(KeyboardInterrupt):
+        runs.run_all([hook], "SessionEnd", {}, {"PATH": "/usr/bin:/bin"}, "/")
+    assert made and made[0].wait(timeout=20) == -signal.SIGKILL

@@ -112,8 +112,8 @@ def run_all(
         return record | _wait_or_detach(proc, stdin, hook.timeout, running)
 
     with ThreadPoolExecutor(max_workers=len(hooks)) as pool:
-        futures = [pool.submit(one, hook) for hook in hooks]
-        try:
+        try:  # a signal may land while the hooks are handed out, one of them already running
+            futures = [pool.submit(one, hook) for hook in hooks]
             return [f.result() for f in futures]
         except BaseException:
             with lock:
