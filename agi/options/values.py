@@ -237,12 +237,6 @@ def resolve(layers: list[Layer]) -> Resolved:
     return Resolved(Options(**values), layers, given_by)
 
 
-def resolved(layers: tuple[Layer, ...] | list[Layer]) -> Options:
-    """The options these layers give together: what a front end reads of its settings' layers
-    later (a session's attach_limit for the files its prompts carry)."""
-    return resolve(list(layers)).options
-
-
 def overlay(source: str, spelled: dict[str, str] | None = None, **given: Any) -> Layer:
     """A front end's layer from keyword options (None values say nothing)."""
     unknown = [k for k in given if k not in NAMES]

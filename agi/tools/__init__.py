@@ -147,12 +147,13 @@ class Toolbox:
         except ToolError as e:
             return Result(call, f"Error: {e}", True, time.monotonic() - started)
         # hooks see the path the rules judge and the tool opens, absolute, as in Claude Code
-        input = pinned(call.name, input, self.ctx.cwd)
+        given = input = pinned(call.name, input, self.ctx.cwd)
         # approved: True when a PreToolUse hook allowed it (deny rules still hold), why it asks
         input, denied, notes, approved = self.hooks.before_tool(call, input)
         if denied is not None:
             return Result(call, _with_notes(denied, notes), True, time.monotonic() - started)
-        input = pinned(call.name, input, self.ctx.cwd)  # a hook's updatedInput: pinned too
+        if input is not given:  # a hook's updatedInput: pinned too
+            input = pinned(call.name, input, self.ctx.cwd)
         try:
             refusal = self.guard.check(
                 call.id, call.name, input, self.ctx.cwd, approved=approved, tool=tool

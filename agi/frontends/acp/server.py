@@ -20,7 +20,7 @@ from agi.frontends.acp.replay import replay
 from agi.frontends.acp.turn import open_run
 from agi.options.config import NoModel, config_path, load_file
 from agi.options.settings import Settings
-from agi.options.values import Options, env_layer, file_layer, overlay, resolve, resolved
+from agi.options.values import Options, env_layer, file_layer, overlay, resolve
 from agi.providers.endpoint import configured_providers, require_configured
 from agi.sessions.session import SessionIndex
 from agi.tools.mcp_config import McpSource
@@ -67,7 +67,7 @@ class Server:
         for warning in settings.check_rules():  # a misspelled rule: exit 2 now (docs: permissions)
             sys.stderr.write(f"agi: {warning}\n")
         self.home = settings.home
-        self.attach_limit = resolved(settings.layers).attach_limit
+        self.attach_limit = resolve(list(settings.layers)).options.attach_limit
         self.operator = settings.model  # a session's model: on a provider the operator configured
         self.configured = configured_providers(self.flags)
         mode = settings.permissions.mode if settings.permissions is not None else "default"

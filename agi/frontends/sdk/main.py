@@ -32,7 +32,7 @@ from agi.frontends.sdk.stream import SdkView, anthropic_usage, model_usage
 from agi.frontends.sdk.transcripts import claude_transcript
 from agi.messages import Usage
 from agi.options.settings import Settings
-from agi.options.values import overlay, resolved
+from agi.options.values import overlay, resolve
 from agi.sessions.session import SessionIndex
 
 NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
@@ -349,7 +349,7 @@ class Server:
         subtype, error, structured = "success", "", None
         self.turn_running.set()
         try:
-            limit = resolved(self.settings.layers).attach_limit
+            limit = resolve(list(self.settings.layers)).options.attach_limit
             prompt = prompt_of(message.get("message") or {}, limit)  # images: attachments
             if self.settings.schema is not None:
                 structured = run.ask(prompt).answer
